@@ -1,0 +1,364 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"hpc/accounting"
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+	"hpc/exec"
+)
+
+// Options configure one node daemon.
+type Options struct {
+	Name   string         // this node's name, as in the config
+	Config *config.Config // the cluster's config
+	Dir    string         // this node's state directory
+	Key    []byte         // the cluster key that signs node-to-node requests
+	Socket string         // unix socket for local clients (default Dir/hpc.sock)
+	// Join lists gossip addresses (host:port) to join; by default every
+	// other node of the config.
+	Join       []string
+	ForcePlain bool // run steps as plain processes even as root
+	Logger     *slog.Logger
+}
+
+// Daemon is one running node: gossip member, Raft voter when the node is a
+// controller, API server and step agent.
+type Daemon struct {
+	o    Options
+	cfg  *config.Config
+	self *config.Node
+	log  *slog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	list  *memberlist.Memberlist
+	raft  *raft.Raft
+	fsm   *FSM
+	acct  *accounting.Store
+	bolt  *raftboltdb.BoltStore
+	exec  *exec.Executor
+	kick  chan struct{}
+	http  *http.Client
+	srvs  []*http.Server
+	steps *stepTable
+}
+
+// Raft timing: fast enough that a lab fails over in about a second, slow
+// enough that a loaded 2-core machine does not hold elections for nothing.
+const (
+	raftHeartbeat = 500 * time.Millisecond
+	raftElection  = 500 * time.Millisecond
+	raftLease     = 250 * time.Millisecond
+	raftCommit    = 10 * time.Millisecond
+	applyTimeout  = 10 * time.Second
+)
+
+// Start brings a node up and returns once its servers listen.
+func Start(o Options) (*Daemon, error) {
+	cfg := o.Config
+	self := cfg.Node(o.Name)
+	if self == nil {
+		return nil, fmt.Errorf("node %q is not in the config (NodeName lines)", o.Name)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.Socket == "" {
+		o.Socket = filepath.Join(o.Dir, "hpc.sock")
+	}
+	if len(o.Key) < 16 {
+		return nil, errors.New("cluster key missing or shorter than 16 bytes")
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Daemon{
+		o: o, cfg: cfg, self: self, log: o.Logger.With("node", o.Name),
+		ctx: ctx, stop: cancel,
+		kick:  make(chan struct{}, 1),
+		http:  &http.Client{Timeout: 30 * time.Second},
+		steps: newStepTable(),
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			d.Shutdown()
+		}
+	}()
+
+	ex, err := exec.New(exec.Options{StateDir: filepath.Join(o.Dir, "exec"), NodeName: o.Name, ForcePlain: o.ForcePlain, Logger: d.log})
+	if err != nil {
+		return nil, fmt.Errorf("start executor: %w", err)
+	}
+	d.exec = ex
+	d.log.Info("executor ready", "mode", ex.Mode())
+
+	if cfg.IsController(o.Name) {
+		if err := d.startRaft(); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.startGossip(); err != nil {
+		return nil, err
+	}
+	if err := d.startServers(); err != nil {
+		return nil, err
+	}
+	if d.raft != nil {
+		d.wg.Add(1)
+		go d.leaderLoop()
+	}
+	ok = true
+	return d, nil
+}
+
+func (d *Daemon) addr(port int) string {
+	return net.JoinHostPort(d.self.Addr, strconv.Itoa(port))
+}
+
+func (d *Daemon) startRaft() error {
+	dir := filepath.Join(d.o.Dir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	acct, err := accounting.Open(filepath.Join(d.o.Dir, "accounting.db"))
+	if err != nil {
+		return fmt.Errorf("open accounting: %w", err)
+	}
+	d.acct = acct
+	d.fsm = newFSM(d.cfg, acct, d.log)
+	d.fsm.notify = func(string) { d.wake() }
+
+	bolt, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+	if err != nil {
+		return fmt.Errorf("open raft store: %w", err)
+	}
+	d.bolt = bolt
+	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
+	if err != nil {
+		return err
+	}
+	bind := d.addr(d.cfg.RaftPort)
+	advertise, err := net.ResolveTCPAddr("tcp", bind)
+	if err != nil {
+		return err
+	}
+	trans, err := raft.NewTCPTransport(bind, advertise, 3, 10*time.Second, io.Discard)
+	if err != nil {
+		return fmt.Errorf("raft listen on %s: %w", bind, err)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(d.o.Name)
+	rc.HeartbeatTimeout = raftHeartbeat
+	rc.ElectionTimeout = raftElection
+	rc.LeaderLeaseTimeout = raftLease
+	rc.CommitTimeout = raftCommit
+	rc.SnapshotThreshold = 4096
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+
+	has, err := raft.HasExistingState(bolt, bolt, snaps)
+	if err != nil {
+		return err
+	}
+	r, err := raft.NewRaft(rc, d.fsm, bolt, bolt, snaps, trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	d.raft = r
+	if !has {
+		// Every controller bootstraps with the same voter set from the
+		// config; raft accepts identical bootstraps on all of them.
+		var servers []raft.Server
+		for _, c := range d.cfg.ControlHosts {
+			n := d.cfg.Node(c.Name)
+			addr := c.Addr
+			if n != nil {
+				addr = n.Addr
+			}
+			servers = append(servers, raft.Server{
+				ID:      raft.ServerID(c.Name),
+				Address: raft.ServerAddress(net.JoinHostPort(addr, strconv.Itoa(d.cfg.RaftPort))),
+			})
+		}
+		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return fmt.Errorf("bootstrap raft: %w", err)
+		}
+	}
+	return nil
+}
+
+// nodeMeta is what a node tells the others about itself over gossip.
+type nodeMeta struct {
+	API  string `json:"api"`
+	Ctl  bool   `json:"ctl"`
+	Mode string `json:"mode"`
+}
+
+type gossipDelegate struct{ meta []byte }
+
+func (g *gossipDelegate) NodeMeta(limit int) []byte {
+	if len(g.meta) > limit {
+		return g.meta[:0]
+	}
+	return g.meta
+}
+func (g *gossipDelegate) NotifyMsg([]byte)                           {}
+func (g *gossipDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (g *gossipDelegate) LocalState(join bool) []byte                { return nil }
+func (g *gossipDelegate) MergeRemoteState(buf []byte, join bool)     {}
+
+type gossipEvents struct{ d *Daemon }
+
+func (e gossipEvents) NotifyJoin(n *memberlist.Node)   { e.d.wake() }
+func (e gossipEvents) NotifyLeave(n *memberlist.Node)  { e.d.wake() }
+func (e gossipEvents) NotifyUpdate(n *memberlist.Node) { e.d.wake() }
+
+func (d *Daemon) startGossip() error {
+	mc := memberlist.DefaultLocalConfig()
+	mc.Name = d.o.Name
+	mc.BindAddr = d.self.Addr
+	mc.BindPort = d.cfg.GossipPort
+	mc.AdvertiseAddr = d.self.Addr
+	mc.AdvertisePort = d.cfg.GossipPort
+	mc.LogOutput = io.Discard
+	mc.SecretKey = gossipKey(d.o.Key)
+	meta, _ := json.Marshal(nodeMeta{API: d.addr(d.cfg.APIPort), Ctl: d.raft != nil, Mode: d.exec.Mode()})
+	mc.Delegate = &gossipDelegate{meta: meta}
+	mc.Events = gossipEvents{d}
+	list, err := memberlist.Create(mc)
+	if err != nil {
+		return fmt.Errorf("gossip listen on %s: %w", d.addr(d.cfg.GossipPort), err)
+	}
+	d.list = list
+	peers := d.o.Join
+	if len(peers) == 0 {
+		for _, n := range d.cfg.Nodes {
+			if n.Name != d.o.Name {
+				peers = append(peers, net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.GossipPort)))
+			}
+		}
+	}
+	if len(peers) > 0 {
+		d.wg.Add(1)
+		go d.joinLoop(peers)
+	}
+	return nil
+}
+
+// joinLoop keeps trying to reach the other members until one answers: the
+// nodes of a lab start in any order.
+func (d *Daemon) joinLoop(peers []string) {
+	defer d.wg.Done()
+	delay := 100 * time.Millisecond
+	for {
+		if n, err := d.list.Join(peers); err == nil && n > 0 {
+			return
+		}
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 2*time.Second)
+	}
+}
+
+func (d *Daemon) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Shutdown stops the node's servers, gossip and Raft. Running steps are
+// killed.
+func (d *Daemon) Shutdown() {
+	d.stop()
+	for _, s := range d.srvs {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.Shutdown(ctx)
+		cancel()
+	}
+	if d.list != nil {
+		_ = d.list.Leave(time.Second)
+		_ = d.list.Shutdown()
+	}
+	if d.raft != nil {
+		_ = d.raft.Shutdown().Error()
+	}
+	d.wg.Wait()
+	if d.bolt != nil {
+		_ = d.bolt.Close()
+	}
+	if d.acct != nil {
+		_ = d.acct.Close()
+	}
+	if d.exec != nil {
+		d.steps.killAll(time.Second)
+		_ = d.exec.Close()
+	}
+	_ = os.Remove(d.o.Socket)
+}
+
+// propose commits a command through Raft on the leader.
+func (d *Daemon) propose(c command) (applyResult, error) {
+	if d.raft == nil {
+		return applyResult{}, &api.Error{Message: api.ErrNoLeader}
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return applyResult{}, err
+	}
+	f := d.raft.Apply(data, applyTimeout)
+	if err := f.Error(); err != nil {
+		return applyResult{}, fmt.Errorf("commit %s: %w", c.Op, err)
+	}
+	res, _ := f.Response().(applyResult)
+	return res, res.Err
+}
+
+func (d *Daemon) isLeader() bool { return d.raft != nil && d.raft.State() == raft.Leader }
+
+// leaderAPI returns the API address of the controller to send writes to.
+func (d *Daemon) leaderAPI() (string, error) {
+	if d.raft != nil {
+		_, id := d.raft.LeaderWithID()
+		if id == "" {
+			return "", &api.Error{Message: api.ErrNoLeader}
+		}
+		n := d.cfg.Node(string(id))
+		if n == nil {
+			return "", fmt.Errorf("leader %s is not in the config", id)
+		}
+		return net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.APIPort)), nil
+	}
+	// An agent-only node asks any live controller, which forwards.
+	for _, m := range d.list.Members() {
+		var meta nodeMeta
+		if json.Unmarshal(m.Meta, &meta) == nil && meta.Ctl {
+			return meta.API, nil
+		}
+	}
+	return "", &api.Error{Message: api.ErrNoLeader}
+}

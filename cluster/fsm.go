@@ -1,0 +1,447 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"hpc/accounting"
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+	"hpc/cluster/hostlist"
+)
+
+// Operations carried by Raft log entries.
+const (
+	opSubmit    = "submit"     // a new job; the FSM assigns its id
+	opStart     = "start"      // allocations decided by the leader's scheduler
+	opReasons   = "reasons"    // pending reasons changed
+	opEnd       = "end"        // a job's batch step ended on its node
+	opCancel    = "cancel"     // scancel: pending jobs end now, running ones are marked
+	opNodeState = "node-state" // a node came up or went down
+)
+
+// command is one Raft log entry. Every field that Apply reads is in the
+// entry, including the time: Apply never reads a clock, so every controller
+// reaches the same state and writes the same accounting rows.
+type command struct {
+	Op     string            `json:"op"`
+	Time   time.Time         `json:"time"`
+	Job    *api.Job          `json:"job,omitempty"`
+	Starts []jobStart        `json:"starts,omitempty"`
+	Reason map[uint64]string `json:"reasons,omitempty"`
+	End    *jobEnd           `json:"end,omitempty"`
+	JobID  uint64            `json:"job_id,omitempty"`
+	UID    uint32            `json:"uid,omitempty"`
+	Node   string            `json:"node,omitempty"`
+	State  string            `json:"state,omitempty"`
+	Why    string            `json:"why,omitempty"`
+}
+
+type jobStart struct {
+	JobID  uint64          `json:"job_id"`
+	Alloc  []api.NodeAlloc `json:"alloc"`
+	StdOut string          `json:"std_out"`
+	StdErr string          `json:"std_err"`
+}
+
+// jobEnd is what a node's agent reports when a job's batch step ends.
+type jobEnd struct {
+	JobID    uint64    `json:"job_id"`
+	Node     string    `json:"node"`
+	ExitCode int       `json:"exit_code"`
+	Signal   int       `json:"signal"`
+	OOM      bool      `json:"oom"`
+	Error    string    `json:"error,omitempty"` // the step could not start
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+}
+
+// applyResult is what Apply returns to the proposer.
+type applyResult struct {
+	JobID uint64
+	Err   error
+}
+
+// nodeState is the replicated, changing part of a node's record; its
+// capacity comes from the config.
+type nodeState struct {
+	State  string    `json:"state"` // UNKNOWN, UP, DOWN
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+// state is the replicated controller state.
+type state struct {
+	NextJobID uint64                `json:"next_job_id"`
+	Jobs      map[uint64]*api.Job   `json:"jobs"`
+	Nodes     map[string]*nodeState `json:"nodes"`
+}
+
+// FSM is the Raft state machine of the controller. Its contract, as
+// hashicorp/raft's FSM interface asks:
+//   - Apply is deterministic: the same log gives the same state and the same
+//     accounting rows on every controller. It reads no clock and no local
+//     files; everything it needs is in the entry.
+//   - Apply may be replayed after a restart (entries after the last
+//     snapshot), so its accounting writes are idempotent upserts.
+//   - Snapshot copies the state under the lock and returns; Persist does the
+//     encoding and I/O.
+//   - Restore replaces the state and rewrites the accounting store.
+type FSM struct {
+	cfg  *config.Config
+	acct *accounting.Store
+	log  *slog.Logger
+
+	mu      sync.RWMutex
+	st      state
+	changed chan struct{} // closed and replaced after every Apply
+
+	// notify, when set, is called after each Apply with the op name
+	// (outside the lock); the leader's loop uses it to wake up.
+	notify func(op string)
+}
+
+func newFSM(cfg *config.Config, acct *accounting.Store, log *slog.Logger) *FSM {
+	f := &FSM{cfg: cfg, acct: acct, log: log, changed: make(chan struct{})}
+	f.st = emptyState(cfg)
+	return f
+}
+
+func emptyState(cfg *config.Config) state {
+	st := state{NextJobID: 1, Jobs: map[uint64]*api.Job{}, Nodes: map[string]*nodeState{}}
+	for _, n := range cfg.Nodes {
+		st.Nodes[n.Name] = &nodeState{State: "UNKNOWN"}
+	}
+	return st
+}
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *raft.Log) any {
+	var c command
+	if err := json.Unmarshal(l.Data, &c); err != nil {
+		return applyResult{Err: fmt.Errorf("undecodable log entry %d: %w", l.Index, err)}
+	}
+	f.mu.Lock()
+	res, touched := f.apply(&c)
+	ch := f.changed
+	f.changed = make(chan struct{})
+	var recs []*api.Job
+	for _, id := range touched {
+		if j := f.st.Jobs[id]; j != nil {
+			cp := *j
+			recs = append(recs, &cp)
+		}
+	}
+	f.mu.Unlock()
+	close(ch)
+	if f.acct != nil {
+		for _, j := range recs {
+			if err := f.recordJob(j); err != nil {
+				f.log.Error("accounting write failed", "job", j.ID, "err", err)
+			}
+		}
+	}
+	if f.notify != nil {
+		f.notify(c.Op)
+	}
+	return res
+}
+
+// apply changes the state for one command and returns the ids of the jobs
+// it touched. Called with f.mu held.
+func (f *FSM) apply(c *command) (applyResult, []uint64) {
+	st := &f.st
+	switch c.Op {
+	case opSubmit:
+		j := *c.Job
+		j.ID = st.NextJobID
+		st.NextJobID++
+		j.State = api.StatePending
+		j.Reason = api.ReasonNone
+		j.SubmitTime = c.Time
+		st.Jobs[j.ID] = &j
+		return applyResult{JobID: j.ID}, []uint64{j.ID}
+	case opStart:
+		var ids []uint64
+		for _, s := range c.Starts {
+			j := st.Jobs[s.JobID]
+			if j == nil || j.State != api.StatePending {
+				continue // cancelled while the leader was deciding
+			}
+			j.State = api.StateRunning
+			j.Reason = api.ReasonNone
+			j.Alloc = s.Alloc
+			j.BatchHost = s.Alloc[0].Node
+			j.StartTime = c.Time
+			j.StdOut, j.StdErr = s.StdOut, s.StdErr
+			ids = append(ids, j.ID)
+		}
+		return applyResult{}, ids
+	case opReasons:
+		for id, r := range c.Reason {
+			if j := st.Jobs[id]; j != nil && j.State == api.StatePending {
+				j.Reason = r
+			}
+		}
+		return applyResult{}, nil
+	case opEnd:
+		e := c.End
+		j := st.Jobs[e.JobID]
+		if j == nil || j.State.Final() || j.BatchHost != e.Node {
+			return applyResult{}, nil // a replayed or stale report
+		}
+		f.finish(j, e, c.Time)
+		return applyResult{}, []uint64{j.ID}
+	case opCancel:
+		j := st.Jobs[c.JobID]
+		if j == nil {
+			return applyResult{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil
+		}
+		if j.State.Final() {
+			return applyResult{Err: &api.Error{Message: api.ErrAlreadyDone}}, nil
+		}
+		j.CancelRequested = true
+		j.CancelledBy = c.UID
+		if j.State == api.StatePending {
+			j.State = api.StateCancelled
+			j.Reason = api.ReasonNone
+			j.EndTime = c.Time
+		}
+		return applyResult{}, []uint64{j.ID}
+	case opNodeState:
+		ns := st.Nodes[c.Node]
+		if ns == nil {
+			return applyResult{Err: fmt.Errorf("unknown node %s", c.Node)}, nil
+		}
+		ns.State, ns.Reason, ns.Since = c.State, c.Why, c.Time
+		var ids []uint64
+		if c.State == "DOWN" {
+			// Jobs running on a node that is gone end as NODE_FAIL.
+			for _, j := range st.Jobs {
+				if j.State != api.StateRunning || !allocatedOn(j, c.Node) {
+					continue
+				}
+				j.State = api.StateNodeFail
+				j.Reason = "NodeDown"
+				j.EndTime = c.Time
+				ids = append(ids, j.ID)
+			}
+			sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+		}
+		return applyResult{}, ids
+	}
+	return applyResult{Err: fmt.Errorf("unknown op %q", c.Op)}, nil
+}
+
+// finish records a job's end. Called with f.mu held.
+func (f *FSM) finish(j *api.Job, e *jobEnd, now time.Time) {
+	j.ExitCode, j.Signal = e.ExitCode, e.Signal
+	j.EndTime = now
+	switch {
+	case j.CancelRequested:
+		j.State = api.StateCancelled
+	case e.OOM:
+		j.State = api.StateOutOfMemory
+	case e.Error != "":
+		j.State = api.StateFailed
+		j.Reason = e.Error
+		if j.ExitCode == 0 {
+			j.ExitCode = 1
+		}
+	case e.ExitCode != 0 || e.Signal != 0:
+		j.State = api.StateFailed
+	default:
+		j.State = api.StateCompleted
+	}
+}
+
+func allocatedOn(j *api.Job, node string) bool {
+	for _, a := range j.Alloc {
+		if a.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
+// recordJob writes a job's accounting rows (the job and its batch step).
+func (f *FSM) recordJob(j *api.Job) error {
+	if err := f.acct.UpsertJob(jobRecord(j)); err != nil {
+		return err
+	}
+	if j.StartTime.IsZero() {
+		return nil
+	}
+	return f.acct.UpsertStep(batchStepRecord(j))
+}
+
+func jobRecord(j *api.Job) accounting.JobRecord {
+	r := accounting.JobRecord{
+		JobID:        j.ID,
+		Name:         j.Spec.Name,
+		Partition:    j.Spec.Partition,
+		Account:      j.Account,
+		User:         j.User,
+		Group:        j.Group,
+		UID:          j.UID,
+		GID:          j.GID,
+		AllocCPUs:    j.AllocCPUs(),
+		AllocNodes:   len(j.Alloc),
+		ReqCPUs:      reqCPUs(&j.Spec),
+		ReqMemMB:     j.Spec.MemPerNodeMB,
+		TimeLimitMin: j.Spec.TimeLimitMin,
+		NodeList:     hostlist.Compress(j.NodeNames()),
+		State:        string(j.State),
+		WorkDir:      j.Spec.WorkDir,
+		Submit:       j.SubmitTime,
+		Start:        j.StartTime,
+		End:          j.EndTime,
+	}
+	if j.State.Final() && j.State != api.StateCancelled {
+		r.ExitCode, r.Signal = j.ExitCode, j.Signal
+	}
+	if j.State == api.StateCancelled {
+		by := j.CancelledBy
+		r.CancelledBy = &by
+	}
+	if r.AllocCPUs == 0 {
+		r.AllocCPUs = r.ReqCPUs
+	}
+	return r
+}
+
+func batchStepRecord(j *api.Job) accounting.StepRecord {
+	cpus := 0
+	if len(j.Alloc) > 0 {
+		cpus = j.Alloc[0].CPUs
+	}
+	r := accounting.StepRecord{
+		JobID:     j.ID,
+		Step:      "batch",
+		Name:      "batch",
+		NodeList:  j.BatchHost,
+		AllocCPUs: cpus,
+		NTasks:    1,
+		State:     string(j.State),
+		Start:     j.StartTime,
+		End:       j.EndTime,
+	}
+	if j.State.Final() {
+		r.ExitCode, r.Signal = j.ExitCode, j.Signal
+	}
+	if j.State == api.StateNodeFail {
+		r.State = string(api.StateCancelled)
+	}
+	return r
+}
+
+// reqCPUs is the CPU count a job asks for.
+func reqCPUs(s *api.JobSpec) int {
+	tasks := s.NTasks
+	if tasks <= 0 {
+		tasks = max(s.Nodes, 1)
+	}
+	return tasks * max(s.CPUsPerTask, 1)
+}
+
+// Snapshot implements raft.FSM.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	cp := state{NextJobID: f.st.NextJobID, Jobs: make(map[uint64]*api.Job, len(f.st.Jobs)), Nodes: map[string]*nodeState{}}
+	for id, j := range f.st.Jobs {
+		jj := *j
+		cp.Jobs[id] = &jj
+	}
+	for n, s := range f.st.Nodes {
+		ss := *s
+		cp.Nodes[n] = &ss
+	}
+	return &fsmSnapshot{st: cp}, nil
+}
+
+// Restore implements raft.FSM.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var st state
+	if err := json.NewDecoder(rc).Decode(&st); err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	fresh := emptyState(f.cfg)
+	for n, s := range st.Nodes {
+		fresh.Nodes[n] = s
+	}
+	st.Nodes = fresh.Nodes
+	if st.Jobs == nil {
+		st.Jobs = map[uint64]*api.Job{}
+	}
+	if f.acct != nil {
+		ids := make([]uint64, 0, len(st.Jobs))
+		for id := range st.Jobs {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+		var jobs []accounting.JobRecord
+		var steps []accounting.StepRecord
+		for _, id := range ids {
+			j := st.Jobs[id]
+			jobs = append(jobs, jobRecord(j))
+			if !j.StartTime.IsZero() {
+				steps = append(steps, batchStepRecord(j))
+			}
+		}
+		// Upsert, not replace: rows of jobs purged from the state before the
+		// snapshot stay in accounting.
+		if err := f.acct.UpsertBatch(jobs, steps); err != nil {
+			return fmt.Errorf("restore accounting: %w", err)
+		}
+	}
+	f.mu.Lock()
+	f.st = st
+	ch := f.changed
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+	close(ch)
+	if f.notify != nil {
+		f.notify("restore")
+	}
+	return nil
+}
+
+type fsmSnapshot struct{ st state }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := json.NewEncoder(sink).Encode(&s.st); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}
+
+// view runs fn with a read lock on the state.
+func (f *FSM) view(fn func(st *state)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(&f.st)
+}
+
+// job returns a copy of a job and a channel closed at the next change.
+func (f *FSM) job(id uint64) (*api.Job, <-chan struct{}) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	j := f.st.Jobs[id]
+	if j == nil {
+		return nil, f.changed
+	}
+	cp := *j
+	return &cp, f.changed
+}

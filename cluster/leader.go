@@ -1,0 +1,252 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"hpc/cluster/api"
+	"hpc/sched"
+)
+
+// leaderLoop does the controller's work while this node leads: it wakes on
+// events (a commit, a gossip change) and on a slow timer, marks nodes up or
+// down from gossip, and runs the scheduler. Nothing here sleeps waiting for
+// work: a submit wakes it at once.
+func (d *Daemon) leaderLoop() {
+	defer d.wg.Done()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	leading := false
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case l := <-d.raft.LeaderCh():
+			leading = l
+			if l {
+				// A new leader applies everything committed before it acts.
+				if err := d.raft.Barrier(applyTimeout).Error(); err != nil {
+					d.log.Warn("barrier failed", "err", err)
+					leading = false
+				}
+			}
+		case <-d.kick:
+		case <-tick.C:
+		}
+		if !leading || !d.isLeader() {
+			continue
+		}
+		d.reconcileNodes()
+		d.schedule()
+	}
+}
+
+// nodeDownGrace is how long a configured node may be missing from gossip
+// before the leader marks it DOWN (memberlist itself takes a few seconds to
+// declare a silent member dead).
+const nodeDownGrace = 2 * time.Second
+
+// reconcileNodes commits node state changes that gossip shows: members that
+// are alive become UP, nodes gone from gossip become DOWN.
+func (d *Daemon) reconcileNodes() {
+	alive := map[string]bool{}
+	for _, m := range d.list.Members() {
+		if m.State == 0 { // memberlist.StateAlive
+			alive[m.Name] = true
+		}
+	}
+	now := time.Now().UTC()
+	type change struct{ node, state, why string }
+	var changes []change
+	d.fsm.view(func(st *state) {
+		for _, n := range d.cfg.Nodes {
+			ns := st.Nodes[n.Name]
+			switch {
+			case alive[n.Name] && ns.State != "UP":
+				changes = append(changes, change{n.Name, "UP", ""})
+			case !alive[n.Name] && ns.State == "UP" && now.Sub(ns.Since) > nodeDownGrace:
+				changes = append(changes, change{n.Name, "DOWN", "Not responding"})
+			}
+		}
+	})
+	for _, c := range changes {
+		if _, err := d.propose(command{Op: opNodeState, Time: now, Node: c.node, State: c.state, Why: c.why}); err != nil {
+			d.log.Warn("node state commit failed", "node", c.node, "err", err)
+			return
+		}
+		d.log.Info("node state", "node", c.node, "state", c.state)
+	}
+}
+
+// schedule runs one scheduling pass and commits its decisions.
+func (d *Daemon) schedule() {
+	var snap sched.Snapshot
+	jobs := map[uint64]*api.Job{}
+	reasons := map[uint64]string{}
+	d.fsm.view(func(st *state) {
+		view := nodesView(d.cfg, st)
+		for _, n := range view.Nodes {
+			snap.Nodes = append(snap.Nodes, sched.Node{
+				Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB,
+				AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB,
+				Up: n.State != api.NodeDown && n.State != api.NodeUnknown,
+			})
+		}
+		for _, p := range view.Partitions {
+			snap.Partitions = append(snap.Partitions, sched.Partition{Name: p.Name, Nodes: p.Nodes, Up: p.State == "UP" || p.State == ""})
+		}
+		for _, j := range st.Jobs {
+			if j.State != api.StatePending {
+				continue
+			}
+			cp := *j
+			jobs[j.ID] = &cp
+			reasons[j.ID] = j.Reason
+			snap.Pending = append(snap.Pending, sched.Job{
+				ID: j.ID, Partition: j.Spec.Partition, Nodes: j.Spec.Nodes,
+				NTasks: j.Spec.NTasks, CPUsPerTask: j.Spec.CPUsPerTask,
+				MemPerNodeMB: j.Spec.MemPerNodeMB, DefMemPerCPU: d.defMemPerCPU(),
+			})
+		}
+	})
+	if len(snap.Pending) == 0 {
+		return
+	}
+	sort.Slice(snap.Pending, func(a, b int) bool { return snap.Pending[a].ID < snap.Pending[b].ID })
+	res := sched.Schedule(snap)
+
+	changed := map[uint64]string{}
+	for id, r := range res.Reasons {
+		if reasons[id] != r {
+			changed[id] = r
+		}
+	}
+	now := time.Now().UTC()
+	if len(changed) > 0 {
+		if _, err := d.propose(command{Op: opReasons, Time: now, Reason: changed}); err != nil {
+			d.log.Warn("reason commit failed", "err", err)
+		}
+	}
+	if len(res.Starts) == 0 {
+		return
+	}
+	var starts []jobStart
+	for _, s := range res.Starts {
+		j := jobs[s.JobID]
+		js := jobStart{JobID: s.JobID}
+		for _, a := range s.Alloc {
+			js.Alloc = append(js.Alloc, api.NodeAlloc{Node: a.Node, CPUs: a.CPUs, MemMB: a.MemMB})
+		}
+		j.Alloc = js.Alloc
+		js.StdOut = expandPath(j.Spec.Output, j, "slurm-%j.out")
+		js.StdErr = expandPath(j.Spec.Error, j, js.StdOut)
+		starts = append(starts, js)
+	}
+	if _, err := d.propose(command{Op: opStart, Time: now, Starts: starts}); err != nil {
+		d.log.Warn("allocation commit failed", "err", err)
+		return
+	}
+	for _, s := range starts {
+		j, _ := d.fsm.job(s.JobID)
+		if j != nil && j.State == api.StateRunning {
+			go d.launch(j)
+		}
+	}
+}
+
+func (d *Daemon) defMemPerCPU() int64 {
+	if d.cfg.DefMemPerCPU > 0 {
+		return d.cfg.DefMemPerCPU
+	}
+	return 0
+}
+
+// nodeAPI is a node's API address.
+func (d *Daemon) nodeAPI(name string) (string, error) {
+	n := d.cfg.Node(name)
+	if n == nil {
+		return "", fmt.Errorf("unknown node %s", name)
+	}
+	return net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.APIPort)), nil
+}
+
+// callNode sends a signed node-to-node request.
+func (d *Daemon) callNode(ctx context.Context, addr, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	sign(d.o.Key, req, Identity{Node: true}, body)
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e api.Error
+		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Message != "" {
+			return &e
+		}
+		return fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	if out != nil {
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	return nil
+}
+
+// launch asks the batch host's agent to start the job. If the agent cannot
+// start it, the job fails with the agent's reason.
+func (d *Daemon) launch(j *api.Job) {
+	addr, err := d.nodeAPI(j.BatchHost)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
+		err = d.callNode(ctx, addr, "/internal/launch", j, nil)
+		cancel()
+	}
+	if err == nil {
+		return
+	}
+	d.log.Warn("launch failed", "job", j.ID, "node", j.BatchHost, "err", err)
+	now := time.Now().UTC()
+	_, _ = d.propose(command{Op: opEnd, Time: now, End: &jobEnd{
+		JobID: j.ID, Node: j.BatchHost, ExitCode: 1, Error: "launch failed: " + err.Error(), Start: now, End: now,
+	}})
+}
+
+// signalJob tells the batch host to signal a running job; signal 0 means
+// cancel: SIGTERM, then SIGKILL after KillWait.
+func (d *Daemon) signalJob(j *api.Job, sig int) {
+	addr, err := d.nodeAPI(j.BatchHost)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
+		err = d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait()}, nil)
+		cancel()
+	}
+	if err != nil {
+		d.log.Warn("signal failed", "job", j.ID, "node", j.BatchHost, "err", err)
+	}
+}
+
+func (d *Daemon) killWait() time.Duration {
+	if d.cfg.KillWait > 0 {
+		return time.Duration(d.cfg.KillWait) * time.Second
+	}
+	return 30 * time.Second
+}
+
+var _ = raft.Leader

@@ -1,0 +1,428 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+
+	"hpc/accounting"
+	"hpc/cluster/api"
+)
+
+type bodyKey struct{}
+
+// startServers listens on the unix socket (local clients; identity from
+// peer credentials) and on TCP (other nodes; identity from signed headers).
+func (d *Daemon) startServers() error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/submit", d.leaderRoute(d.handleSubmit))
+	mux.HandleFunc("GET /api/jobs", d.leaderRoute(d.handleJobs))
+	mux.HandleFunc("GET /api/nodes", d.leaderRoute(d.handleNodes))
+	mux.HandleFunc("POST /api/cancel", d.leaderRoute(d.handleCancel))
+	mux.HandleFunc("GET /api/acct", d.leaderRoute(d.handleAcct))
+	mux.HandleFunc("GET /api/wait", d.leaderRoute(d.handleWait))
+	mux.HandleFunc("GET /api/status", d.handleStatus)
+	mux.HandleFunc("POST /internal/launch", d.nodeRoute(d.handleLaunch))
+	mux.HandleFunc("POST /internal/signal", d.nodeRoute(d.handleSignal))
+	mux.HandleFunc("POST /internal/job-end", d.nodeRoute(d.leaderRoute(d.handleJobEnd)))
+
+	_ = os.Remove(d.o.Socket)
+	ul, err := net.Listen("unix", d.o.Socket)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", d.o.Socket, err)
+	}
+	// Anyone on the node may talk to it; the peer credentials say who.
+	if err := os.Chmod(d.o.Socket, 0o666); err != nil {
+		ul.Close()
+		return err
+	}
+	unixSrv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			id, err := peerIdentity(c)
+			if err != nil {
+				return ctx
+			}
+			return context.WithValue(ctx, identityKey{}, id)
+		},
+	}
+	tl, err := net.Listen("tcp", d.addr(d.cfg.APIPort))
+	if err != nil {
+		ul.Close()
+		return fmt.Errorf("listen on %s: %w", d.addr(d.cfg.APIPort), err)
+	}
+	tcpSrv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id, body, err := verify(d.o.Key, r)
+			if err != nil {
+				writeErr(w, http.StatusUnauthorized, err)
+				return
+			}
+			ctx := context.WithValue(r.Context(), identityKey{}, id)
+			ctx = context.WithValue(ctx, bodyKey{}, body)
+			r.Body = newBody(body)
+			mux.ServeHTTP(w, r.WithContext(ctx))
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	d.srvs = append(d.srvs, unixSrv, tcpSrv)
+	for _, s := range []struct {
+		srv *http.Server
+		l   net.Listener
+	}{{unixSrv, ul}, {tcpSrv, tl}} {
+		go func() {
+			if err := s.srv.Serve(s.l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error("server stopped", "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, id Identity, body []byte)
+
+func requestBody(r *http.Request) ([]byte, error) {
+	if b, ok := r.Context().Value(bodyKey{}).([]byte); ok {
+		return b, nil
+	}
+	return io.ReadAll(io.LimitReader(r.Body, maxBody))
+}
+
+// leaderRoute runs h on the leader; elsewhere it forwards the request, with
+// the caller's identity, signed.
+func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := identityFrom(r.Context())
+		if !ok {
+			writeErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
+			return
+		}
+		body, err := requestBody(r)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, err)
+			return
+		}
+		if d.isLeader() {
+			h(w, r, id, body)
+			return
+		}
+		d.forward(w, r, id, body)
+	}
+}
+
+// nodeRoute admits only signed node-to-node requests.
+func (d *Daemon) nodeRoute(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if id, ok := identityFrom(r.Context()); !ok || !id.Node {
+			writeErr(w, http.StatusForbidden, errors.New("node-to-node request refused"))
+			return
+		}
+		h(w, r)
+	}
+}
+
+const hdrHops = "X-Hpc-Hops"
+
+func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	hops, _ := strconv.Atoi(r.Header.Get(hdrHops))
+	if hops >= 3 {
+		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader})
+		return
+	}
+	target, err := d.waitLeader(r.Context())
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+target+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(hdrHops, strconv.Itoa(hops+1))
+	sign(d.o.Key, req, id, body)
+	resp, err := d.http.Do(req)
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader, Detail: err.Error()})
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// waitLeader waits a few seconds for an election to finish.
+func (d *Daemon) waitLeader(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		addr, err := d.leaderAPI()
+		if err == nil && addr != d.addr(d.cfg.APIPort) {
+			return addr, nil
+		}
+		if d.isLeader() {
+			return "", errors.New("leadership changed during the request; retry")
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = &api.Error{Message: api.ErrNoLeader}
+			}
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, err error) {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		ae = &api.Error{Message: err.Error()}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(ae)
+}
+
+// userErr picks the status for an error from a handler.
+func userErr(w http.ResponseWriter, err error) {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	writeErr(w, http.StatusInternalServerError, err)
+}
+
+func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req api.SubmitRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
+		return
+	}
+	spec := req.Spec
+	if err := validateSpec(d.cfg, &spec); err != nil {
+		userErr(w, err)
+		return
+	}
+	job := &api.Job{Spec: spec, UID: id.UID, GID: id.GID, User: id.User, Group: id.Group, Account: id.User}
+	res, err := d.propose(command{Op: opSubmit, Time: time.Now().UTC(), Job: job})
+	if err != nil {
+		userErr(w, err)
+		return
+	}
+	writeJSON(w, api.SubmitResponse{JobID: res.JobID})
+}
+
+func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var out api.JobsResponse
+	d.fsm.view(func(st *state) {
+		out.Jobs = make([]api.Job, 0, len(st.Jobs))
+		for _, j := range st.Jobs {
+			out.Jobs = append(out.Jobs, *j)
+		}
+	})
+	sort.Slice(out.Jobs, func(a, b int) bool { return out.Jobs[a].ID < out.Jobs[b].ID })
+	writeJSON(w, out)
+}
+
+func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var out api.NodesResponse
+	d.fsm.view(func(st *state) { out = nodesView(d.cfg, st) })
+	writeJSON(w, out)
+}
+
+func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req api.CancelRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
+		return
+	}
+	var out api.CancelResponse
+	for _, jid := range req.JobIDs {
+		res := api.CancelResult{JobID: jid}
+		j, _ := d.fsm.job(jid)
+		switch {
+		case j == nil:
+			res.Error = api.ErrInvalidJobID
+		case j.State.Final():
+			res.Error = api.ErrAlreadyDone
+		case id.UID != 0 && id.UID != j.UID:
+			res.Error = api.ErrAccessDenied
+		default:
+			if _, err := d.propose(command{Op: opCancel, Time: time.Now().UTC(), JobID: jid, UID: id.UID}); err != nil {
+				res.Error = err.Error()
+			} else if j.State == api.StateRunning {
+				go d.signalJob(j, 0)
+			}
+		}
+		out.Results = append(out.Results, res)
+	}
+	writeJSON(w, out)
+}
+
+func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	q := r.URL.Query()
+	var f accounting.Filter
+	for _, s := range strings.Split(q.Get("jobs"), ",") {
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
+			return
+		}
+		f.JobIDs = append(f.JobIDs, n)
+	}
+	if id.UID != 0 && q.Get("all") != "1" {
+		uid := id.UID
+		f.UID = &uid
+	}
+	f.JobsOnly = q.Get("jobs_only") == "1"
+	rows, err := d.acct.Query(f)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := api.AcctResponse{Rows: make([]api.AcctRow, 0, len(rows))}
+	for _, row := range rows {
+		out.Rows = append(out.Rows, acctRow(row))
+	}
+	writeJSON(w, out)
+}
+
+func acctRow(row accounting.Row) api.AcctRow {
+	j := row.Job
+	r := api.AcctRow{
+		JobID: j.JobID, JobName: j.Name, Partition: j.Partition, Account: j.Account,
+		User: j.User, UID: j.UID, AllocCPUs: j.AllocCPUs, State: j.State,
+		ExitCode: j.ExitCode, Signal: j.Signal, CancelledBy: j.CancelledBy,
+		NodeList: j.NodeList, Submit: j.Submit, Start: j.Start, End: j.End,
+	}
+	if s := row.Step; s != nil {
+		r.Step, r.JobName, r.Partition = s.Step, s.Name, ""
+		r.AllocCPUs, r.State = s.AllocCPUs, s.State
+		r.ExitCode, r.Signal, r.CancelledBy = s.ExitCode, s.Signal, nil
+		r.NodeList, r.Start, r.End = s.NodeList, s.Start, s.End
+	}
+	return r
+}
+
+// handleWait answers when the job has ended or after the timeout (a long
+// poll), so `--wait` hears of the end at once without polling the leader.
+func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	jid, err := strconv.ParseUint(r.URL.Query().Get("job"), 10, 64)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
+		return
+	}
+	timeout := 20 * time.Second
+	if s, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && s > 0 && s < timeout {
+		timeout = s
+	}
+	deadline := time.After(timeout)
+	for {
+		j, changed := d.fsm.job(jid)
+		if j == nil {
+			writeErr(w, http.StatusNotFound, &api.Error{Message: api.ErrInvalidJobID})
+			return
+		}
+		if j.State.Final() {
+			writeJSON(w, j)
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			writeJSON(w, j)
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	st := api.Status{Node: d.o.Name, ExecMode: d.exec.Mode(), RaftState: "Agent (not a controller)"}
+	if d.raft != nil {
+		st.RaftState = d.raft.State().String()
+		addr, lid := d.raft.LeaderWithID()
+		st.Leader, st.LeaderAddr = string(lid), string(addr)
+		stats := d.raft.Stats()
+		st.Term, _ = strconv.ParseUint(stats["term"], 10, 64)
+		st.CommitIndex, _ = strconv.ParseUint(stats["commit_index"], 10, 64)
+		st.AppliedIdx, _ = strconv.ParseUint(stats["applied_index"], 10, 64)
+		if f := d.raft.GetConfiguration(); f.Error() == nil {
+			for _, s := range f.Configuration().Servers {
+				if s.Suffrage == raft.Voter {
+					st.Voters = append(st.Voters, string(s.ID))
+				}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range d.list.Members() {
+		seen[m.Name] = true
+		var meta nodeMeta
+		_ = json.Unmarshal(m.Meta, &meta)
+		st.Members = append(st.Members, api.Member{Name: m.Name, Addr: m.Address(), State: memberState(m.State), ExecMode: meta.Mode})
+	}
+	for _, n := range d.cfg.Nodes {
+		if !seen[n.Name] {
+			st.Members = append(st.Members, api.Member{Name: n.Name, Addr: net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.GossipPort)), State: "dead"})
+		}
+	}
+	sort.Slice(st.Members, func(a, b int) bool { return st.Members[a].Name < st.Members[b].Name })
+	writeJSON(w, st)
+}
+
+func memberState(s memberlist.NodeStateType) string {
+	switch s {
+	case memberlist.StateAlive:
+		return "alive"
+	case memberlist.StateSuspect:
+		return "suspect"
+	case memberlist.StateDead:
+		return "dead"
+	case memberlist.StateLeft:
+		return "left"
+	}
+	return "unknown"
+}
+
+func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var e jobEnd
+	if err := json.Unmarshal(body, &e); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	if _, err := d.propose(command{Op: opEnd, Time: time.Now().UTC(), End: &e}); err != nil {
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, struct{}{})
+}

@@ -1,0 +1,74 @@
+package commands
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+func downCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "down",
+		Usage: "stop the lab's node daemons (state is kept unless --purge)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "lab directory (default as for up)"},
+			&cli.BoolFlag{Name: "purge", Usage: "also remove the lab directory: jobs, accounting, logs, config"},
+		},
+		HideHelpCommand: true,
+		Action: func(c *cli.Context) error {
+			dir := c.String("dir")
+			if dir == "" {
+				dir = labDir()
+			}
+			dir, _ = filepath.Abs(dir)
+			l := lab{dir: dir}
+			stopped := stopLab(l)
+			if len(stopped) == 0 {
+				fmt.Printf("No node of the lab in %s is running.\n", dir)
+			} else {
+				fmt.Printf("Stopped %d node(s): %v\n", len(stopped), stopped)
+			}
+			if c.Bool("purge") {
+				if err := os.RemoveAll(dir); err != nil {
+					return cli.Exit("hpc: error: "+err.Error(), 1)
+				}
+				fmt.Printf("Removed %s\n", dir)
+			}
+			return nil
+		},
+	}
+}
+
+// stopLab stops every running daemon of the lab: SIGTERM, then SIGKILL
+// after 15 seconds.
+func stopLab(l lab) []string {
+	var stopped []string
+	pids := map[string]int{}
+	for _, n := range l.nodes() {
+		if pid, ok := l.running(n); ok {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			pids[n] = pid
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for n, pid := range pids {
+		for {
+			if _, ok := l.running(n); !ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				time.Sleep(100 * time.Millisecond)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		_ = os.Remove(l.pidPath(n))
+		stopped = append(stopped, n)
+	}
+	return stopped
+}

@@ -1,0 +1,60 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:            "status",
+		Usage:           "show the controller leader, Raft voters and gossip members",
+		HideHelpCommand: true,
+		Action: func(c *cli.Context) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cl, err := client(ctx)
+			if err != nil {
+				return statusFailed(err)
+			}
+			st, err := cl.Status(ctx)
+			if err != nil {
+				return statusFailed(err)
+			}
+			leader := st.Leader
+			if leader == "" {
+				leader = "(none: election in progress)"
+			}
+			fmt.Printf("Node:     %s (%s)\n", st.Node, st.RaftState)
+			fmt.Printf("Leader:   %s  term %d  commit %d  applied %d\n", leader, st.Term, st.CommitIndex, st.AppliedIdx)
+			fmt.Printf("Voters:   %s\n", strings.Join(st.Voters, ", "))
+			fmt.Printf("Steps:    %s\n", st.ExecMode)
+			fmt.Println("Members:")
+			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "  NAME\tADDRESS\tSTATE\tSTEPS RUN AS")
+			for _, m := range st.Members {
+				mode := m.ExecMode
+				if mode == "" {
+					mode = "-"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Name, m.Addr, m.State, mode)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func statusFailed(err error) error {
+	detail, msg := errText(err)
+	if detail != "" {
+		msg += ": " + detail
+	}
+	fmt.Fprintf(os.Stderr, "hpc: error: %s\n", msg)
+	return exit(1)
+}

@@ -1,0 +1,326 @@
+package commands
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+)
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "up",
+		Usage: "start a lab cluster on this machine (or, with --join, one node of a cluster)",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "number of lab nodes (node1..nodeN on 127.0.1.1..)"},
+			&cli.StringFlag{Name: "config", Usage: "use this slurm.conf instead of writing the default one"},
+			&cli.StringFlag{Name: "dir", Usage: "lab directory (default $HPC_DIR, /var/lib/hpc as root, ~/.local/share/hpc otherwise)"},
+			&cli.StringFlag{Name: "join", Usage: "start only this machine's node and join the cluster at ADDR (host:gossip-port)"},
+			&cli.StringFlag{Name: "name", Usage: "with --join: this node's name in the config (default: the host name)"},
+			&cli.StringFlag{Name: "key-file", Usage: "with --join: the cluster key file of the cluster to join"},
+			&cli.BoolFlag{Name: "plain", Usage: "run job steps as plain processes, without containers"},
+			&cli.DurationFlag{Name: "timeout", Value: 90 * time.Second, Usage: "how long to wait for the cluster to come up"},
+		},
+		HideHelpCommand: true,
+		Action:          runUp,
+	}
+}
+
+// lab is one lab directory: the config, the key, one folder per node.
+type lab struct {
+	dir string
+}
+
+func (l lab) confPath() string            { return filepath.Join(l.dir, "slurm.conf") }
+func (l lab) keyPath() string             { return filepath.Join(l.dir, "cluster.key") }
+func (l lab) nodeDir(name string) string  { return filepath.Join(l.dir, name) }
+func (l lab) pidPath(name string) string  { return filepath.Join(l.dir, name, "hpc.pid") }
+func (l lab) logPath(name string) string  { return filepath.Join(l.dir, name, "hpc.log") }
+func (l lab) sockPath(name string) string { return filepath.Join(l.dir, name, "hpc.sock") }
+
+// running returns the pid of a node's daemon if it is alive.
+func (l lab) running(name string) (int, bool) {
+	b, err := os.ReadFile(l.pidPath(name))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmd), "daemon") {
+		return 0, false
+	}
+	return pid, true
+}
+
+// nodes lists the node folders that have a pid file.
+func (l lab) nodes() []string {
+	m, _ := filepath.Glob(filepath.Join(l.dir, "*", "hpc.pid"))
+	var out []string
+	for _, p := range m {
+		out = append(out, filepath.Base(filepath.Dir(p)))
+	}
+	return out
+}
+
+func runUp(c *cli.Context) error {
+	dir := c.String("dir")
+	if dir == "" {
+		dir = labDir()
+	}
+	dir, _ = filepath.Abs(dir)
+	l := lab{dir: dir}
+	var up []string
+	for _, n := range l.nodes() {
+		if _, ok := l.running(n); ok {
+			up = append(up, n)
+		}
+	}
+	if len(up) > 0 {
+		fmt.Printf("The lab in %s is already up (nodes running: %s).\n", dir, strings.Join(up, " "))
+		fmt.Println("Use `hpc status` to look at it, `hpc down` to stop it.")
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return cli.Exit("hpc: error: "+err.Error(), 1)
+	}
+	cfg, err := prepareConfig(c, l)
+	if err != nil {
+		return cli.Exit("hpc: error: "+err.Error(), 1)
+	}
+	if err := ensureKey(l, c.String("key-file")); err != nil {
+		return cli.Exit("hpc: error: "+err.Error(), 1)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cli.Exit("hpc: error: "+err.Error(), 1)
+	}
+	names := make([]string, 0, len(cfg.Nodes))
+	if join := c.String("join"); join != "" {
+		name := c.String("name")
+		if name == "" {
+			name, _ = os.Hostname()
+		}
+		if cfg.Node(name) == nil {
+			return cli.Exit(fmt.Sprintf("hpc: error: node %q is not in %s (add a NodeName line, or pass --name)", name, l.confPath()), 1)
+		}
+		names = append(names, name)
+	} else {
+		for _, n := range cfg.Nodes {
+			names = append(names, n.Name)
+		}
+	}
+	if os.Geteuid() != 0 {
+		fmt.Println("Note: not running as root, so job steps run as plain processes of your user, without cgroup limits.")
+	}
+	fmt.Printf("Starting %d node(s) in %s ...\n", len(names), dir)
+	for _, name := range names {
+		if err := startDaemon(l, exe, name, c.String("join"), c.Bool("plain")); err != nil {
+			return cli.Exit("hpc: error: "+err.Error(), 1)
+		}
+	}
+	if err := waitUp(l, names, c.Duration("timeout")); err != nil {
+		fmt.Fprintf(os.Stderr, "hpc: error: %v\n", err)
+		for _, n := range names {
+			fmt.Fprintf(os.Stderr, "  log of %s: %s\n", n, l.logPath(n))
+		}
+		return exit(1)
+	}
+	printSummary(l, cfg, names)
+	return nil
+}
+
+func prepareConfig(c *cli.Context, l lab) (*config.Config, error) {
+	switch {
+	case c.String("config") != "":
+		b, err := os.ReadFile(c.String("config"))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := config.Parse(strings.NewReader(string(b))); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(l.confPath(), b, 0o644); err != nil {
+			return nil, err
+		}
+	case fileExists(l.confPath()):
+		cfg, err := config.Load(l.confPath())
+		if err != nil {
+			return nil, err
+		}
+		if c.IsSet("nodes") && c.Int("nodes") != len(cfg.Nodes) {
+			return nil, fmt.Errorf("the lab in %s has %d nodes; run `hpc down --purge` first to make one with %d", l.dir, len(cfg.Nodes), c.Int("nodes"))
+		}
+	default:
+		text, err := config.Lab(c.Int("nodes"))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(l.confPath(), []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return config.Load(l.confPath())
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// ensureKey makes the cluster key that nodes sign their requests with.
+func ensureKey(l lab, from string) error {
+	if from != "" {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(l.keyPath(), b, 0o600)
+	}
+	if fileExists(l.keyPath()) {
+		return nil
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return err
+	}
+	return os.WriteFile(l.keyPath(), []byte(hex.EncodeToString(k)+"\n"), 0o600)
+}
+
+func startDaemon(l lab, exe, name, join string, plain bool) error {
+	if err := os.MkdirAll(l.nodeDir(name), 0o755); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(l.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{"daemon", "--name", name, "--dir", l.dir}
+	if join != "" {
+		args = append(args, "--join", join)
+	}
+	if plain {
+		args = append(args, "--plain")
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	if err := os.WriteFile(l.pidPath(name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
+
+// waitUp shows progress until a leader is elected and every node is up.
+func waitUp(l lab, names []string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	cl := api.NewClient(l.sockPath(names[0]))
+	last := ""
+	say := func(s string) {
+		if s != last {
+			fmt.Println("  " + s)
+			last = s
+		}
+	}
+	for {
+		for _, n := range names {
+			if _, ok := l.running(n); !ok {
+				return fmt.Errorf("the daemon of %s exited; its log: %s\n%s", n, l.logPath(n), tail(l.logPath(n), 10))
+			}
+		}
+		st, err := cl.Status(ctx)
+		switch {
+		case err != nil:
+			say("waiting for the nodes to listen ...")
+		case st.Leader == "":
+			say("waiting for the controllers to elect a leader ...")
+		default:
+			resp, err := cl.Nodes(ctx)
+			if err != nil {
+				say("leader " + st.Leader + " elected; waiting for it to answer ...")
+				break
+			}
+			upCount := 0
+			want := map[string]bool{}
+			for _, n := range names {
+				want[n] = true
+			}
+			for _, n := range resp.Nodes {
+				if want[n.Name] && n.State != api.NodeUnknown && n.State != api.NodeDown {
+					upCount++
+				}
+			}
+			say(fmt.Sprintf("leader %s (term %d); nodes up: %d/%d", st.Leader, st.Term, upCount, len(names)))
+			if upCount == len(names) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the cluster did not come up in time")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
+}
+
+func printSummary(l lab, cfg *config.Config, names []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl := api.NewClient(l.sockPath(names[0]))
+	st, _ := cl.Status(ctx)
+	fmt.Println()
+	fmt.Printf("Cluster %q is up.\n", cfg.ClusterName)
+	for _, n := range cfg.Nodes {
+		role := "compute"
+		if cfg.IsController(n.Name) {
+			role = "compute + controller"
+		}
+		if st != nil && st.Leader == n.Name {
+			role += " (leader)"
+		}
+		fmt.Printf("  %-8s %-12s %d CPUs %6d MB  %s\n", n.Name, n.Addr, n.CPUs, n.RealMemoryMB, role)
+	}
+	if st != nil {
+		fmt.Printf("Job steps run as: %s\n", st.ExecMode)
+	}
+	fmt.Println()
+	fmt.Println("Try:")
+	fmt.Println("  hpc submit testdata/jobs/hello.sh   # or: hpc submit --wrap 'hostname'")
+	fmt.Println("  hpc queue; hpc nodes; hpc acct; hpc status")
+	if l.dir != labDir() {
+		fmt.Printf("  (export HPC_DIR=%s so the commands find this lab)\n", l.dir)
+	}
+	fmt.Printf("Config: %s\n", l.confPath())
+	fmt.Printf("Logs:   %s\n", filepath.Join(l.dir, "<node>", "hpc.log"))
+	fmt.Println("Stop:   hpc down   (keeps state; hpc down --purge removes it)")
+}

@@ -1,0 +1,96 @@
+// Command hpc is a Slurm-style HPC cluster in one binary: every node runs it
+// as a daemon, and the same binary is the command line (hpc submit, or
+// sbatch, squeue, ... through links).
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"hpc/cluster"
+	"hpc/cluster/config"
+	"hpc/commands"
+	"hpc/exec"
+)
+
+func main() {
+	// libcontainer re-executes this binary as `hpc init` inside a new
+	// container; that must be handled before anything else runs.
+	exec.InitIfChild()
+	os.Exit(commands.Run(os.Args, daemonCommand()))
+}
+
+// daemonCommand runs one node in the foreground; `hpc up` starts these.
+func daemonCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "daemon",
+		Usage:  "run one node daemon in the foreground (hpc up starts these)",
+		Hidden: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "name", Required: true, Usage: "this node's name in the config"},
+			&cli.StringFlag{Name: "dir", Required: true, Usage: "lab directory (node state goes in DIR/NAME)"},
+			&cli.StringFlag{Name: "config", Usage: "slurm.conf (default DIR/slurm.conf)"},
+			&cli.StringFlag{Name: "key-file", Usage: "cluster key (default DIR/cluster.key)"},
+			&cli.StringSliceFlag{Name: "join", Usage: "gossip address to join (host:port); default: every node of the config"},
+			&cli.BoolFlag{Name: "plain", Usage: "run steps as plain processes"},
+			&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
+		},
+		Action: runDaemon,
+	}
+}
+
+func runDaemon(c *cli.Context) error {
+	dir := c.String("dir")
+	confPath := c.String("config")
+	if confPath == "" {
+		confPath = filepath.Join(dir, "slurm.conf")
+	}
+	keyPath := c.String("key-file")
+	if keyPath == "" {
+		keyPath = filepath.Join(dir, "cluster.key")
+	}
+	cfg, err := config.Load(confPath)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("hpc daemon: %v", err), 1)
+	}
+	raw, err := os.ReadFile(keyPath)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("hpc daemon: cluster key: %v", err), 1)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("hpc daemon: cluster key %s is not hex: %v", keyPath, err), 1)
+	}
+	level := slog.LevelInfo
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	d, err := cluster.Start(cluster.Options{
+		Name:       c.String("name"),
+		Config:     cfg,
+		Dir:        filepath.Join(dir, c.String("name")),
+		Key:        key,
+		Join:       c.StringSlice("join"),
+		ForcePlain: c.Bool("plain"),
+		Logger:     log,
+	})
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("hpc daemon: %v", err), 1)
+	}
+	log.Info("node up", "name", c.String("name"))
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sig
+	log.Info("shutting down", "signal", s.String())
+	d.Shutdown()
+	return nil
+}
