@@ -1,0 +1,375 @@
+package main
+
+// The walking skeleton's end-to-end test: a real 3-node cluster of hpc
+// daemons (real memberlist, real Raft over TCP, real libcontainer steps,
+// real SQLite files) on loopback addresses of their own, driven through the
+// command line as root and as an unprivileged user.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"hpc/accounting"
+	"hpc/cluster/config"
+)
+
+const nobody = 65534
+
+type labT struct {
+	t   *testing.T
+	bin string
+	dir string // lab directory
+	top string // a directory every user can traverse
+}
+
+// run runs the hpc binary as uid (0 = root) in dir and returns stdout,
+// stderr and the exit status.
+func (l *labT) run(uid int, dir string, args ...string) (string, string, int) {
+	l.t.Helper()
+	cmd := exec.Command(l.bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HPC_DIR="+l.dir)
+	if uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+		cmd.Env = append(cmd.Env, "HOME="+dir, "USER=nobody")
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		l.t.Fatalf("run %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+var submittedRE = regexp.MustCompile(`^Submitted batch job (\d+)\n$`)
+
+func (l *labT) submit(uid int, dir string, args ...string) uint64 {
+	l.t.Helper()
+	out, errs, code := l.run(uid, dir, append([]string{"submit"}, args...)...)
+	m := submittedRE.FindStringSubmatch(out)
+	if m == nil {
+		l.t.Fatalf("submit %v: stdout %q stderr %q exit %d", args, out, errs, code)
+	}
+	id, _ := strconv.ParseUint(m[1], 10, 64)
+	return id
+}
+
+// acctRow returns the sacct -P line of a job (without steps).
+func (l *labT) acctRow(id uint64) string {
+	l.t.Helper()
+	out, errs, code := l.run(0, l.top, "acct", "-X", "-P", "-n", "-j", fmt.Sprint(id), "-o", "JobID,User,State,ExitCode,NodeList")
+	if code != 0 {
+		l.t.Fatalf("acct: %s %s", out, errs)
+	}
+	return strings.TrimSpace(out)
+}
+
+// waitState polls squeue -j until the job shows the state code.
+func (l *labT) waitState(id uint64, st string) {
+	l.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(id), "-o", "%t")
+		if strings.TrimSpace(out) == st {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("job %d never reached %s (last %q)", id, st, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func owner(t *testing.T, path string) uint32 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Uid
+}
+
+func TestLabEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real 3-node cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it submits as another user and runs libcontainer containers")
+	}
+	top, err := os.MkdirTemp("", "hpc-lab-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(top, 0o755)
+	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
+	build := exec.Command("go", "build", "-o", l.bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+
+	// The default lab config, moved to addresses and ports of its own so
+	// the test does not meet a lab someone is running on this machine.
+	text, err := config.Lab(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = strings.ReplaceAll(text, "127.0.1.", "127.0.77.")
+	text += "\nKillWait=3\nHpcApiPort=27817\nHpcRaftPort=27818\nHpcGossipPort=27819\n"
+	conf := filepath.Join(top, "test.conf")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errs, code := l.run(0, top, "up", "--dir", l.dir, "--config", conf)
+	t.Cleanup(func() {
+		l.run(0, top, "down", "--dir", l.dir)
+		if t.Failed() {
+			for _, n := range []string{"node1", "node2", "node3"} {
+				b, _ := os.ReadFile(filepath.Join(l.dir, n, "hpc.log"))
+				t.Logf("--- log of %s:\n%s", n, b)
+			}
+		}
+		os.RemoveAll(top)
+	})
+	if code != 0 {
+		t.Fatalf("hpc up: exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "is up") || !strings.Contains(out, "leader") {
+		t.Fatalf("hpc up summary missing:\n%s", out)
+	}
+	// Each node has its own address, state directory, log and socket.
+	for i, n := range []string{"node1", "node2", "node3"} {
+		for _, f := range []string{"hpc.log", "hpc.sock", "raft/raft.db", "accounting.db"} {
+			if _, err := os.Stat(filepath.Join(l.dir, n, f)); err != nil {
+				t.Errorf("%s: %v", n, err)
+			}
+		}
+		if !strings.Contains(out, fmt.Sprintf("127.0.77.%d", i+1)) {
+			t.Errorf("summary does not show %s's address", n)
+		}
+	}
+
+	t.Run("UpTwice", func(t *testing.T) {
+		out, _, code := l.run(0, top, "up", "--dir", l.dir)
+		if code != 0 || !strings.Contains(out, "already up") {
+			t.Fatalf("second up: exit %d: %s", code, out)
+		}
+	})
+
+	t.Run("Status", func(t *testing.T) {
+		out, errs, code := l.run(0, top, "status")
+		if code != 0 {
+			t.Fatalf("status: %s %s", out, errs)
+		}
+		for _, want := range []string{"Leader:   node", "Voters:   node1, node2, node3", "alive"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("status lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Count(out, "alive") != 3 {
+			t.Errorf("want 3 alive members:\n%s", out)
+		}
+	})
+
+	t.Run("Sinfo", func(t *testing.T) {
+		out, _, _ := l.run(0, top, "nodes")
+		want := "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n" +
+			"debug*       up 1-00:00:00      3   idle node[1-3]\n" +
+			"gpu          up 1-00:00:00      2   idle node[2-3]\n"
+		if out != want {
+			t.Fatalf("sinfo:\n%s\nwant:\n%s", out, want)
+		}
+	})
+
+	rootDir := filepath.Join(top, "root-work")
+	userDir := filepath.Join(top, "nobody-work")
+	os.Mkdir(rootDir, 0o755)
+	os.Mkdir(userDir, 0o755)
+	os.Chown(userDir, nobody, nobody)
+
+	script := "#!/bin/bash\n#SBATCH -J envjob\n#SBATCH --ntasks=1\n" +
+		"echo uid=$(id -u) gid=$(id -g)\necho pwd=$(pwd)\nenv | grep -E '^SLURM' | sort\n"
+	for _, d := range []string{rootDir, userDir} {
+		os.WriteFile(filepath.Join(d, "env.sh"), []byte(script), 0o644)
+	}
+
+	t.Run("SubmitAsRoot", func(t *testing.T) {
+		out, errs, code := l.run(0, rootDir, "submit", "--wait", "env.sh")
+		m := submittedRE.FindStringSubmatch(out)
+		if code != 0 || m == nil {
+			t.Fatalf("submit --wait: exit %d %q %q", code, out, errs)
+		}
+		id := m[1]
+		outFile := filepath.Join(rootDir, "slurm-"+id+".out")
+		b, err := os.ReadFile(outFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := string(b)
+		for _, want := range []string{
+			"uid=0 gid=0", "pwd=" + rootDir, "SLURM_JOB_ID=" + id, "SLURM_JOB_NAME=envjob",
+			"SLURM_NNODES=1", "SLURM_NTASKS=1", "SLURM_CPUS_ON_NODE=1", "SLURM_SUBMIT_DIR=" + rootDir,
+			"SLURM_JOB_PARTITION=debug", "SLURMD_NODENAME=node", "SLURM_JOB_NODELIST=node",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("output lacks %q:\n%s", want, body)
+			}
+		}
+		if owner(t, outFile) != 0 {
+			t.Errorf("output owned by %d", owner(t, outFile))
+		}
+		n, _ := strconv.ParseUint(id, 10, 64)
+		if row := l.acctRow(n); !regexp.MustCompile(`^` + id + `\|root\|COMPLETED\|0:0\|node\d$`).MatchString(row) {
+			t.Errorf("acct row %q", row)
+		}
+	})
+
+	t.Run("SubmitAsUser", func(t *testing.T) {
+		out, errs, code := l.run(nobody, userDir, "submit", "--wait", "-J", "mine", "env.sh")
+		m := submittedRE.FindStringSubmatch(out)
+		if code != 0 || m == nil {
+			t.Fatalf("submit --wait as nobody: exit %d %q %q", code, out, errs)
+		}
+		id := m[1]
+		outFile := filepath.Join(userDir, "slurm-"+id+".out")
+		b, err := os.ReadFile(outFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), fmt.Sprintf("uid=%d gid=%d", nobody, nobody)) || !strings.Contains(string(b), "SLURM_JOB_NAME=mine") {
+			t.Errorf("job did not run as nobody, or -J did not override:\n%s", b)
+		}
+		if owner(t, outFile) != nobody {
+			t.Errorf("output owned by %d, want %d", owner(t, outFile), nobody)
+		}
+		n, _ := strconv.ParseUint(id, 10, 64)
+		if row := l.acctRow(n); !strings.HasPrefix(row, id+"|nobody|COMPLETED|0:0|") {
+			t.Errorf("acct row %q", row)
+		}
+		// Every controller's FSM wrote the row into its own SQLite file.
+		for _, node := range []string{"node1", "node2", "node3"} {
+			st, err := accounting.Open(filepath.Join(l.dir, node, "accounting.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				rows, err := st.Query(accounting.Filter{JobIDs: []uint64{n}, JobsOnly: true})
+				if err == nil && len(rows) == 1 && rows[0].Job.State == "COMPLETED" && rows[0].Job.UID == nobody {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("%s accounting: %+v %v", node, rows, err)
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			st.Close()
+		}
+	})
+
+	t.Run("ExitCode", func(t *testing.T) {
+		out, _, code := l.run(0, rootDir, "submit", "--wait", "--wrap", "exit 3")
+		if code != 3 {
+			t.Fatalf("submit --wait of exit 3: exit %d (%s)", code, out)
+		}
+		id, _ := strconv.ParseUint(submittedRE.FindStringSubmatch(out)[1], 10, 64)
+		if row := l.acctRow(id); !strings.Contains(row, "|FAILED|3:0|") {
+			t.Errorf("acct row %q", row)
+		}
+	})
+
+	t.Run("Cancel", func(t *testing.T) {
+		mine := l.submit(nobody, userDir, "--wrap", "sleep 300")
+		roots := l.submit(0, rootDir, "--wrap", "sleep 300")
+		l.waitState(mine, "R")
+		l.waitState(roots, "R")
+
+		// Another user's job: refused, and it keeps running.
+		_, errs, code := l.run(nobody, userDir, "cancel", fmt.Sprint(roots))
+		if code == 0 || !strings.Contains(errs, fmt.Sprintf("Kill job error on job id %d: Access/permission denied", roots)) {
+			t.Fatalf("nobody cancelling root's job: exit %d %q", code, errs)
+		}
+		// Their own job: cancelled.
+		if _, errs, code := l.run(nobody, userDir, "cancel", fmt.Sprint(mine)); code != 0 {
+			t.Fatalf("cancel own job: exit %d %q", code, errs)
+		}
+		l.waitState(roots, "R")
+		if _, errs, code := l.run(0, rootDir, "cancel", fmt.Sprint(roots)); code != 0 {
+			t.Fatalf("root cancel: exit %d %q", code, errs)
+		}
+		for _, id := range []uint64{mine, roots} {
+			l.waitState(id, "CA")
+			deadline := time.Now().Add(15 * time.Second)
+			for !strings.Contains(l.acctRow(id), "|CANCELLED") {
+				if time.Now().After(deadline) {
+					t.Fatalf("acct row of %d: %q", id, l.acctRow(id))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		// A pending job cancelled while it waits never runs.
+		hold := l.submit(0, rootDir, "-N", "3", "-n", "6", "--wrap", "sleep 300")
+		l.waitState(hold, "R")
+		pend := l.submit(0, rootDir, "--wrap", "touch never-ran")
+		l.waitState(pend, "PD")
+		if out, _, _ := l.run(0, rootDir, "queue", "-h", "-j", fmt.Sprint(pend), "-o", "%r"); strings.TrimSpace(out) != "Resources" {
+			t.Errorf("pending reason %q, want Resources", out)
+		}
+		l.run(0, rootDir, "cancel", fmt.Sprint(pend))
+		l.waitState(pend, "CA")
+		l.run(0, rootDir, "cancel", fmt.Sprint(hold))
+		l.waitState(hold, "CA")
+		if _, err := os.Stat(filepath.Join(rootDir, "never-ran")); err == nil {
+			t.Error("a job cancelled while pending ran")
+		}
+		if row := l.acctRow(pend); !strings.HasPrefix(row, fmt.Sprintf("%d|root|CANCELLED", pend)) {
+			t.Errorf("pending cancel acct row %q", row)
+		}
+	})
+
+	t.Run("Errors", func(t *testing.T) {
+		cases := []struct {
+			args []string
+			err  string
+			code int
+		}{
+			{[]string{"-p", "nosuch", "--wrap", "true"}, "sbatch: error: invalid partition specified: nosuch\nsbatch: error: Batch job submission failed: Invalid partition name specified\n", 1},
+			{[]string{"-N", "10", "--wrap", "true"}, "sbatch: error: Batch job submission failed: More processors requested than permitted\n", 1},
+			{[]string{"-t", "abc", "--wrap", "true"}, "sbatch: error: Invalid --time specification\n", 255},
+			{[]string{"-t", "2-00:00:00", "--wrap", "true"}, "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)\n", 1},
+			{[]string{"--mem=abc", "--wrap", "true"}, "sbatch: error: Invalid --mem specification\n", 255},
+			{[]string{"--mem=100G", "--wrap", "true"}, "sbatch: error: Memory specification can not be satisfied\nsbatch: error: Batch job submission failed: Requested node configuration is not available\n", 1},
+			{[]string{"--bogus", "--wrap", "true"}, "sbatch: unrecognized option '--bogus'\nTry \"sbatch --help\" for more information\n", 255},
+		}
+		for _, c := range cases {
+			out, errs, code := l.run(0, rootDir, append([]string{"submit"}, c.args...)...)
+			if out != "" || errs != c.err || code != c.code {
+				t.Errorf("submit %v: exit %d stdout %q stderr %q; want exit %d stderr %q", c.args, code, out, errs, c.code, c.err)
+			}
+		}
+	})
+
+	t.Run("Down", func(t *testing.T) {
+		out, _, code := l.run(0, top, "down", "--dir", l.dir)
+		if code != 0 || !strings.Contains(out, "Stopped 3 node(s)") {
+			t.Fatalf("down: %d %s", code, out)
+		}
+		if _, err := os.Stat(filepath.Join(l.dir, "node1", "accounting.db")); err != nil {
+			t.Fatal("down without --purge must keep state")
+		}
+	})
+}
