@@ -54,6 +54,13 @@ func (l *labT) run(uid int, dir string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
+// with returns a copy of l that reports to t (a subtest).
+func (l *labT) with(t *testing.T) *labT {
+	c := *l
+	c.t = t
+	return &c
+}
+
 var submittedRE = regexp.MustCompile(`^Submitted batch job (\d+)\n$`)
 
 func (l *labT) submit(uid int, dir string, args ...string) uint64 {
@@ -163,6 +170,7 @@ func TestLabEndToEnd(t *testing.T) {
 	}
 
 	t.Run("UpTwice", func(t *testing.T) {
+		l := l.with(t)
 		out, _, code := l.run(0, top, "up", "--dir", l.dir)
 		if code != 0 || !strings.Contains(out, "already up") {
 			t.Fatalf("second up: exit %d: %s", code, out)
@@ -170,6 +178,7 @@ func TestLabEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Status", func(t *testing.T) {
+		l := l.with(t)
 		out, errs, code := l.run(0, top, "status")
 		if code != 0 {
 			t.Fatalf("status: %s %s", out, errs)
@@ -185,6 +194,7 @@ func TestLabEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Sinfo", func(t *testing.T) {
+		l := l.with(t)
 		out, _, _ := l.run(0, top, "nodes")
 		want := "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n" +
 			"debug*       up 1-00:00:00      3   idle node[1-3]\n" +
@@ -207,6 +217,7 @@ func TestLabEndToEnd(t *testing.T) {
 	}
 
 	t.Run("SubmitAsRoot", func(t *testing.T) {
+		l := l.with(t)
 		out, errs, code := l.run(0, rootDir, "submit", "--wait", "env.sh")
 		m := submittedRE.FindStringSubmatch(out)
 		if code != 0 || m == nil {
@@ -238,6 +249,7 @@ func TestLabEndToEnd(t *testing.T) {
 	})
 
 	t.Run("SubmitAsUser", func(t *testing.T) {
+		l := l.with(t)
 		out, errs, code := l.run(nobody, userDir, "submit", "--wait", "-J", "mine", "env.sh")
 		m := submittedRE.FindStringSubmatch(out)
 		if code != 0 || m == nil {
@@ -282,6 +294,7 @@ func TestLabEndToEnd(t *testing.T) {
 	})
 
 	t.Run("ExitCode", func(t *testing.T) {
+		l := l.with(t)
 		out, _, code := l.run(0, rootDir, "submit", "--wait", "--wrap", "exit 3")
 		if code != 3 {
 			t.Fatalf("submit --wait of exit 3: exit %d (%s)", code, out)
@@ -293,6 +306,7 @@ func TestLabEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Cancel", func(t *testing.T) {
+		l := l.with(t)
 		mine := l.submit(nobody, userDir, "--wrap", "sleep 300")
 		roots := l.submit(0, rootDir, "--wrap", "sleep 300")
 		l.waitState(mine, "R")
@@ -342,6 +356,7 @@ func TestLabEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Errors", func(t *testing.T) {
+		l := l.with(t)
 		cases := []struct {
 			args []string
 			err  string
@@ -364,6 +379,7 @@ func TestLabEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Down", func(t *testing.T) {
+		l := l.with(t)
 		out, _, code := l.run(0, top, "down", "--dir", l.dir)
 		if code != 0 || !strings.Contains(out, "Stopped 3 node(s)") {
 			t.Fatalf("down: %d %s", code, out)

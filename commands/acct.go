@@ -46,6 +46,10 @@ func runAcct(c *cli.Context) error {
 	if f := c.String("format"); f != "" {
 		fields = strings.Split(f, ",")
 	}
+	if _, err := format.ParseSacctFields(fields); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exit(1)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl, err := client(ctx)
@@ -58,11 +62,6 @@ func runAcct(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "sacct: error: %s\n", msg)
 		return exit(1)
 	}
-	text, err := format.Sacct(rows, format.SacctOptions{Fields: fields, Parsable: c.Bool("parsable2"), NoHeader: c.Bool("noheader")})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "sacct: error: %v\n", err)
-		return exit(1)
-	}
-	fmt.Print(text)
+	fmt.Print(format.Sacct(rows, format.SacctOptions{Fields: fields, Parsable: c.Bool("parsable2"), NoHeader: c.Bool("noheader")}))
 	return nil
 }

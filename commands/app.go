@@ -24,6 +24,8 @@ func Run(args []string, extra ...*cli.Command) int {
 	if verb, ok := slurmNames[filepath.Base(args[0])]; ok {
 		args = append([]string{"hpc", verb}, args[1:]...)
 	}
+	// Slurm's commands use -h for --noheader; help is --help only.
+	cli.HelpFlag = &cli.BoolFlag{Name: "help", Usage: "show help"}
 	app := &cli.App{
 		Name:  "hpc",
 		Usage: "a Slurm-style HPC cluster in one binary",

@@ -60,7 +60,7 @@ func runNodes(c *cli.Context) error {
 		}
 	}
 	fmt.Print(format.Sinfo(parts, resp.Nodes, format.SinfoOptions{
-		PerNode: c.Bool("Node"), Long: c.Bool("long"), NoHeader: c.Bool("noheader"), Now: time.Now(),
+		NodeCentric: c.Bool("Node"), Long: c.Bool("long"), NoHeader: c.Bool("noheader"), Now: time.Now(),
 	}))
 	return nil
 }

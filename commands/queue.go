@@ -51,6 +51,12 @@ func runQueue(c *cli.Context) error {
 }
 
 func printQueue(c *cli.Context, jobs []api.Job) error {
+	if f := c.String("format"); f != "" {
+		if _, err := format.ParseSqueueFormat(f); err != nil {
+			fmt.Fprintf(os.Stderr, "squeue: error: %v\n", err)
+			return exit(1)
+		}
+	}
 	ids := map[uint64]bool{}
 	for _, s := range splitList(c.String("jobs")) {
 		id, err := strconv.ParseUint(s, 10, 64)
@@ -101,14 +107,9 @@ func printQueue(c *cli.Context, jobs []api.Job) error {
 		fmt.Fprintf(os.Stderr, "slurm_load_jobs error: %s\n", api.ErrInvalidJobID)
 		return exit(1)
 	}
-	text, err := format.Squeue(out, time.Now(), format.SqueueOptions{
+	fmt.Print(format.Squeue(out, time.Now(), format.SqueueOptions{
 		Format: c.String("format"), Long: c.Bool("long"), NoHeader: c.Bool("noheader"),
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "squeue: error: %v\n", err)
-		return exit(1)
-	}
-	fmt.Print(text)
+	}))
 	return nil
 }
 

@@ -87,11 +87,7 @@ func jobExitStatus(j *api.Job) int {
 func usageExit(prog string, err error) error {
 	var ue *jobspec.UsageError
 	if errors.As(err, &ue) {
-		if ue.Bare {
-			fmt.Fprintf(os.Stderr, "%s: %s\n", prog, ue.Msg)
-		} else {
-			fmt.Fprintf(os.Stderr, "%s: error: %s\n", prog, ue.Msg)
-		}
+		fmt.Fprint(os.Stderr, ue.Format(prog))
 		return exit(ue.Code)
 	}
 	fmt.Fprintf(os.Stderr, "%s: error: %v\n", prog, err)

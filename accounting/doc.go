@@ -1,0 +1,9 @@
+// Package accounting is the SQLite store behind sacct, sreport and sshare:
+// one row per job and one per job step, written on every controller by the
+// Raft FSM as it applies log entries, and read concurrently by the API
+// handlers. Because Raft replays the log after a restart, every write is an
+// idempotent upsert, and Reset/ReplaceAll rebuild the store from a restored
+// snapshot. The package defines its own record types (the cluster converts
+// to and from its wire types) and may import only the standard library and
+// github.com/mattn/go-sqlite3; it never imports cluster/.
+package accounting

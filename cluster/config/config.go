@@ -1,0 +1,172 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Default values of the keys Config interprets.
+const (
+	DefaultClusterName       = "cluster"
+	DefaultKillWait          = 30
+	DefaultEnforcePartLimits = "ALL"
+	DefaultAPIPort           = 7817
+	DefaultRaftPort          = 7818
+	DefaultGossipPort        = 7819
+)
+
+// MaxNodes is the largest number of nodes a configuration may define.
+const MaxNodes = 65536
+
+// Config is a parsed slurm.conf.
+type Config struct {
+	ClusterName string // ClusterName, lowercased as Slurm does; "cluster" if unset
+	// ControlHosts are the SlurmctldHost lines in order: the nodes that may
+	// act as controller, which are the Raft voters. At least one is required.
+	ControlHosts      []ControlHost
+	DefMemPerCPU      int64  // MB a job gets per CPU when it asks for no memory; 0 = unset
+	KillWait          int    // seconds between SIGTERM and SIGKILL (default 30)
+	EnforcePartLimits string // ALL (default), ANY or NO
+	APIPort           int    // HpcApiPort, default 7817
+	RaftPort          int    // HpcRaftPort, default 7818
+	GossipPort        int    // HpcGossipPort, default 7819
+	Nodes             []Node
+	Partitions        []Partition
+	// Raw holds every other key, spelled as written in the file, with its
+	// last value. hpc does not interpret these.
+	Raw map[string]string
+
+	nodeIndex map[string]int // name -> index in Nodes, built by Parse
+}
+
+// ControlHost is one SlurmctldHost line: SlurmctldHost=node1(127.0.1.1).
+// Without the parenthesised address, Addr is the NodeAddr of the node of that
+// name, or the name itself when no node has it.
+type ControlHost struct {
+	Name string
+	Addr string
+}
+
+// Node is one compute node (a NodeName line may define several).
+type Node struct {
+	Name           string
+	Addr           string // NodeAddr; defaults to Hostname
+	Hostname       string // NodeHostname; defaults to Name
+	CPUs           int    // defaults to Sockets*CoresPerSocket*ThreadsPerCore
+	Sockets        int    // default 1
+	CoresPerSocket int    // default 1
+	ThreadsPerCore int    // default 1
+	RealMemoryMB   int64  // RealMemory, default 1 as in Slurm
+	Gres           []Gres
+	Features       []string
+	Weight         int // default 1
+}
+
+// Gres is one generic resource of a node: gpu:2 or gpu:tesla:2.
+type Gres struct {
+	Name  string
+	Type  string // "" when untyped
+	Count int
+}
+
+// String prints the Gres as slurm.conf and scontrol do: "gpu:2", "gpu:tesla:2".
+func (g Gres) String() string {
+	s := g.Name
+	if g.Type != "" {
+		s += ":" + g.Type
+	}
+	return s + ":" + strconv.Itoa(g.Count)
+}
+
+// FormatGres prints a node's generic resources comma separated ("gpu:2"),
+// "" for none (scontrol prints that as "(null)").
+func FormatGres(gres []Gres) string {
+	parts := make([]string, len(gres))
+	for i, g := range gres {
+		parts[i] = g.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// GresCount is how many of the named resource the node has, over all types.
+func (n *Node) GresCount(name string) int {
+	total := 0
+	for _, g := range n.Gres {
+		if g.Name == name {
+			total += g.Count
+		}
+	}
+	return total
+}
+
+// Partition is one PartitionName line.
+type Partition struct {
+	Name           string
+	Nodes          []string // expanded node names; Nodes=ALL lists every node
+	Default        bool     // Default=YES; if no partition says so, the first one is the default
+	MaxTimeMin     int64    // MaxTime in minutes, Unlimited (-1) by default
+	DefaultTimeMin int64    // DefaultTime in minutes, -1 (NONE) by default: jobs get MaxTime
+	MaxNodes       int      // -1 = UNLIMITED (default)
+	State          string   // UP (default), DOWN, DRAIN or INACTIVE
+}
+
+// Node returns the node of that name, or nil.
+func (c *Config) Node(name string) *Node {
+	if i, ok := c.nodeIndex[name]; ok && i < len(c.Nodes) && c.Nodes[i].Name == name {
+		return &c.Nodes[i]
+	}
+	for i := range c.Nodes {
+		if c.Nodes[i].Name == name {
+			return &c.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// Partition returns the partition of that name, or nil.
+func (c *Config) Partition(name string) *Partition {
+	for i := range c.Partitions {
+		if c.Partitions[i].Name == name {
+			return &c.Partitions[i]
+		}
+	}
+	return nil
+}
+
+// DefaultPartition returns the partition jobs go to without -p: the one with
+// Default=YES, else the first; nil when there are no partitions.
+func (c *Config) DefaultPartition() *Partition {
+	for i := range c.Partitions {
+		if c.Partitions[i].Default {
+			return &c.Partitions[i]
+		}
+	}
+	if len(c.Partitions) > 0 {
+		return &c.Partitions[0]
+	}
+	return nil
+}
+
+// PartitionsOf lists the partitions that contain the node, in config order.
+func (c *Config) PartitionsOf(node string) []string {
+	var out []string
+	for _, p := range c.Partitions {
+		for _, n := range p.Nodes {
+			if n == node {
+				out = append(out, p.Name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// IsController reports whether name appears on a SlurmctldHost line.
+func (c *Config) IsController(name string) bool {
+	for _, h := range c.ControlHosts {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
+}

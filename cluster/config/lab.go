@@ -1,0 +1,78 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"hpc/cluster/hostlist"
+)
+
+// MaxLabNodes is the largest lab Lab writes: one loopback address per node,
+// 127.0.1.1 to 127.0.1.250.
+const MaxLabNodes = 250
+
+// Lab returns the commented slurm.conf that `hpc up --nodes n` writes: a
+// cluster "lab" of n nodes on one machine, each with its own loopback address
+// (node<i> on 127.0.1.<i>), up to three controllers, fake GPUs on the upper
+// half of the nodes, and the partitions debug (all nodes, default) and gpu.
+// n must be between 1 and MaxLabNodes.
+func Lab(n int) (string, error) {
+	if n < 1 || n > MaxLabNodes {
+		return "", fmt.Errorf("a lab cluster has 1 to %d nodes, not %d", MaxLabNodes, n)
+	}
+	names := make([]string, n)
+	addrs := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("node%d", i+1)
+		addrs[i] = fmt.Sprintf("127.0.1.%d", i+1)
+	}
+	gpuCount := (n + 1) / 2
+	firstGPU := n - gpuCount // index of the first GPU node
+
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("# slurm.conf for the hpc lab cluster, written by `hpc up --nodes %d`.", n)
+	w("# hpc reads a subset of Slurm's slurm.conf syntax. Edit this file and restart")
+	w("# the nodes to change the cluster; lines starting with # are comments.")
+	w("")
+	w("ClusterName=lab")
+	w("")
+	w("# Controllers. These nodes elect one leader among themselves (Raft), and the")
+	w("# leader schedules jobs; if it dies another takes over. An odd number (1, 3")
+	w("# or 5) survives the loss of a minority. Format: name(address).")
+	for i := 0; i < min(n, 3); i++ {
+		w("SlurmctldHost=%s(%s)", names[i], addrs[i])
+	}
+	w("")
+	w("# hpc's own ports on every node: the HTTP/JSON API, Raft traffic between")
+	w("# controllers, and gossip (node membership). They differ from Slurm's")
+	w("# 6817-6819 so a real Slurm can run on the same machine.")
+	w("HpcApiPort=%d", DefaultAPIPort)
+	w("HpcRaftPort=%d", DefaultRaftPort)
+	w("HpcGossipPort=%d", DefaultGossipPort)
+	w("")
+	w("# Memory (MB) a job gets per allocated CPU when it does not ask with --mem.")
+	w("DefMemPerCPU=1000")
+	w("# Seconds between SIGTERM and SIGKILL when a job is cancelled or runs out of time.")
+	w("KillWait=%d", DefaultKillWait)
+	w("# Reject at submission a job that its partition could never run.")
+	w("EnforcePartLimits=%s", DefaultEnforcePartLimits)
+	w("# Generic resources (GRES) that nodes may declare.")
+	w("GresTypes=gpu")
+	w("")
+	w("# Compute nodes. Each has its own loopback address, so all of them can run")
+	w("# on this one machine. NodeName=DEFAULT sets values for the lines below it;")
+	w("# node[1-4] is a hostlist meaning node1, node2, node3, node4.")
+	w("NodeName=DEFAULT Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=4000")
+	if firstGPU > 0 {
+		w("NodeName=%s NodeAddr=%s", hostlist.Compress(names[:firstGPU]), hostlist.Compress(addrs[:firstGPU]))
+	}
+	w("# These nodes have two fake GPUs each: jobs ask for them with --gres=gpu:N.")
+	w("NodeName=%s NodeAddr=%s Gres=gpu:2", hostlist.Compress(names[firstGPU:]), hostlist.Compress(addrs[firstGPU:]))
+	w("")
+	w("# Partitions (queues). Jobs go to debug unless they ask with -p; gpu holds")
+	w("# the GPU nodes. MaxTime is the longest time limit a job may ask for.")
+	w("PartitionName=debug Nodes=%s Default=YES MaxTime=1-00:00:00 State=UP", hostlist.Compress(names))
+	w("PartitionName=gpu Nodes=%s MaxTime=1-00:00:00 State=UP", hostlist.Compress(names[firstGPU:]))
+	return b.String(), nil
+}

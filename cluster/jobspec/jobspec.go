@@ -1,0 +1,368 @@
+package jobspec
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+)
+
+// Options is a parsed sbatch command line, or (from Resolve) the command
+// line merged with the script's directives.
+type Options struct {
+	Spec api.JobSpec
+	// Set holds the long names of the options given ("job-name", "time"...),
+	// so callers can tell "not given" from a zero value.
+	Set        map[string]bool
+	ScriptPath string   // the first non-option argument, "" if none
+	ScriptArgs []string // the arguments after it
+	Wrap       string   // --wrap command
+	Wait       bool     // -W/--wait
+	Parsable   bool     // --parsable
+	Help       bool     // -h/--help or --usage
+	Version    bool     // -V/--version
+	// Other holds the options accepted but not interpreted yet (--account,
+	// --gres, --dependency...), by long name, with the last value given;
+	// "" for options without an argument.
+	Other map[string]string
+
+	given []givenOpt // command-line options in order, replayed over directives
+}
+
+type givenOpt struct {
+	opt *option
+	val string
+}
+
+func newOptions() *Options {
+	return &Options{Set: map[string]bool{}, Other: map[string]string{}}
+}
+
+func (o *Options) apply(opt *option, val string) error {
+	o.Set[opt.long] = true
+	if opt.apply == nil {
+		o.Other[opt.long] = val
+		return nil
+	}
+	return opt.apply(o, val)
+}
+
+// ParseArgs parses sbatch's arguments (without the program name) as
+// getopt_long does with Slurm's option table: --opt=val, --opt val, -J name,
+// -Jname, clustered flags (-WQ), and unambiguous prefixes of long names
+// (--part=debug). Parsing stops at "--" or at the first argument that is not
+// an option, the script path; the words after it are the script's arguments.
+// Errors are *UsageError.
+func ParseArgs(args []string) (*Options, error) {
+	o := newOptions()
+	rest, err := parseWords(args, func(opt *option, val string) error {
+		o.given = append(o.given, givenOpt{opt, val})
+		return o.apply(opt, val)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 {
+		o.ScriptPath = rest[0]
+		if len(rest) > 1 {
+			o.ScriptArgs = slices.Clone(rest[1:])
+		}
+	}
+	return o, nil
+}
+
+// parseWords runs getopt_long over words, calling apply for each option, and
+// returns the words left after the options.
+func parseWords(words []string, apply func(*option, string) error) ([]string, error) {
+	i := 0
+	for ; i < len(words); i++ {
+		w := words[i]
+		if w == "--" {
+			return words[i+1:], nil
+		}
+		if len(w) < 2 || w[0] != '-' {
+			break
+		}
+		if w[1] == '-' {
+			name, val, hasVal := strings.Cut(w[2:], "=")
+			opt, err := lookupLong(name, w)
+			if err != nil {
+				return nil, err
+			}
+			switch opt.arg {
+			case noArg:
+				if hasVal {
+					return nil, getoptError(fmt.Sprintf("option '--%s' doesn't allow an argument", opt.long))
+				}
+			case requiredArg:
+				if !hasVal {
+					if i+1 >= len(words) {
+						return nil, getoptError(fmt.Sprintf("option '--%s' requires an argument", opt.long))
+					}
+					i++
+					val = words[i]
+				}
+			}
+			if err := apply(opt, val); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// A cluster of short options: -WQ, -J name, -Jname, -N2.
+		for j := 1; j < len(w); j++ {
+			c := w[j]
+			opt := byShort[c]
+			if opt == nil {
+				return nil, getoptError(fmt.Sprintf("invalid option -- '%s'", string(rune(c))))
+			}
+			val := ""
+			if opt.arg != noArg {
+				switch {
+				case j+1 < len(w):
+					val = w[j+1:]
+				case opt.arg == requiredArg:
+					if i+1 >= len(words) {
+						return nil, getoptError(fmt.Sprintf("option requires an argument -- '%c'", c))
+					}
+					i++
+					val = words[i]
+				}
+				j = len(w) // the rest of the word was the argument
+			}
+			if err := apply(opt, val); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return words[i:], nil
+}
+
+// directive is the option words of one #SBATCH line.
+type directive struct {
+	line  int // 1-based line number in the script
+	words []string
+}
+
+// Directives returns the option words of the script's #SBATCH lines, in
+// order, as Slurm reads them: only lines before the first one that is
+// neither blank nor a comment count (the #! line is a comment); a directive
+// is "#SBATCH" at the start of a line followed by whitespace; its words are
+// split at whitespace, single or double quotes group words ("-J 'my job'"),
+// and a word starting with '#' ends the line (an inline comment).
+func Directives(script []byte) []string {
+	var out []string
+	for _, d := range directives(script) {
+		out = append(out, d.words...)
+	}
+	return out
+}
+
+func directives(script []byte) []directive {
+	var out []directive
+	for n, line := range bytes.Split(script, []byte("\n")) {
+		text := strings.TrimSuffix(string(line), "\r")
+		if rest, ok := strings.CutPrefix(text, "#SBATCH"); ok && (rest == "" || isSpace(rest[0])) {
+			if ws := splitDirective(rest); len(ws) > 0 {
+				out = append(out, directive{line: n + 1, words: ws})
+			}
+			continue
+		}
+		trimmed := strings.TrimLeft(text, " \t\r\f\v")
+		if trimmed == "" || trimmed[0] == '#' {
+			continue
+		}
+		break // the first command: Slurm stops looking for directives
+	}
+	return out
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// splitDirective splits the text after "#SBATCH" into words.
+func splitDirective(s string) []string {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote = c
+			inWord = true
+		case isSpace(c):
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '#' && !inWord:
+			return words // inline comment
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord { // an unterminated quote runs to the end of the line
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// Input is what Resolve needs from the submitting process.
+type Input struct {
+	Cwd      string                       // working directory; relative paths are resolved against it
+	Env      []string                     // the submitter's environment, KEY=VALUE
+	ReadFile func(string) ([]byte, error) // reads the script file
+	Stdin    io.Reader                    // the script when no path and no --wrap are given
+	Hostname string                       // the submit host
+}
+
+// Resolve does what sbatch does before contacting the controller: parse the
+// command line; read the script (the file, --wrap's generated script, or
+// stdin) and check it as Slurm does; apply its #SBATCH directives, then the
+// command-line options over them (the command line wins whatever the order;
+// as in Slurm, a --wrap script is read for directives too);
+// and fill in the job name (the script's base name, "wrap" or "sbatch" for
+// stdin), the absolute working directory (-D against Cwd, else Cwd), the
+// environment and the submit host. Output and Error stay unexpanded patterns.
+//
+// With --help or --version, Resolve returns after parsing the command line,
+// reading nothing. Errors are *UsageError.
+func Resolve(args []string, in Input) (*Options, error) {
+	cl, err := ParseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	if cl.Help || cl.Version {
+		return cl, nil
+	}
+	var script []byte
+	var name string
+	switch {
+	case cl.Set["wrap"]:
+		if cl.ScriptPath != "" {
+			return nil, &UsageError{Msg: msgWrapArgs, Code: 1}
+		}
+		script = []byte("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n" + cl.Wrap + "\n")
+		name = "wrap"
+	case cl.ScriptPath != "":
+		path := cl.ScriptPath
+		if !filepath.IsAbs(path) && in.Cwd != "" {
+			path = filepath.Join(in.Cwd, path)
+		}
+		if in.ReadFile == nil {
+			return nil, &UsageError{Msg: "Unable to open file " + cl.ScriptPath, Code: 1}
+		}
+		if script, err = in.ReadFile(path); err != nil {
+			return nil, &UsageError{Msg: "Unable to open file " + cl.ScriptPath, Code: 1}
+		}
+		name = filepath.Base(cl.ScriptPath)
+	default:
+		if in.Stdin != nil {
+			if script, err = io.ReadAll(in.Stdin); err != nil {
+				return nil, &UsageError{Msg: fmt.Sprintf("unable to read batch script from standard input: %v", err), Code: 1}
+			}
+		}
+		name = "sbatch"
+	}
+	if err := checkScript(script); err != nil {
+		return nil, err
+	}
+
+	o := newOptions()
+	for _, d := range directives(script) {
+		if err := applyDirective(o, d); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range cl.given {
+		if err := o.apply(g.opt, g.val); err != nil {
+			return nil, err // cannot happen: ParseArgs already applied them
+		}
+	}
+	o.ScriptPath, o.ScriptArgs, o.given = cl.ScriptPath, cl.ScriptArgs, cl.given
+
+	if !o.Set["job-name"] {
+		o.Spec.Name = name
+	}
+	switch wd := o.Spec.WorkDir; {
+	case wd == "":
+		o.Spec.WorkDir = in.Cwd
+	case filepath.IsAbs(wd):
+		o.Spec.WorkDir = filepath.Clean(wd)
+	default:
+		o.Spec.WorkDir = filepath.Join(in.Cwd, wd)
+	}
+	o.Spec.Script = string(script)
+	o.Spec.Wrap = cl.Set["wrap"]
+	o.Spec.Env = slices.Clone(in.Env)
+	o.Spec.SubmitHost = in.Hostname
+	return o, nil
+}
+
+// checkScript refuses what Slurm's sbatch refuses.
+func checkScript(script []byte) error {
+	switch {
+	case len(script) == 0:
+		return &UsageError{Msg: msgEmptyScript, Code: 1}
+	case !bytes.HasPrefix(script, []byte("#!")):
+		return &UsageError{Msg: msgNoInterp, Code: 1}
+	case bytes.IndexByte(script, 0) >= 0:
+		return &UsageError{Msg: msgNulInScript, Code: 1}
+	case bytes.Contains(script, []byte("\r\n")):
+		return &UsageError{Msg: msgDOSBreaks, Code: 1}
+	}
+	return nil
+}
+
+// applyDirective applies one #SBATCH line; errors name the line.
+func applyDirective(o *Options, d directive) error {
+	lineErr := func(err error) error {
+		msg := err.Error()
+		code := 255
+		if ue, ok := err.(*UsageError); ok {
+			msg, _, _ = strings.Cut(ue.Msg, "\n") // drop getopt's "Try sbatch --help"
+			code = ue.Code
+		}
+		return &UsageError{Msg: fmt.Sprintf("batch script line %d: %s", d.line, msg), Code: code}
+	}
+	rest, err := parseWords(d.words, func(opt *option, val string) error {
+		if opt.long == "wrap" {
+			return fmt.Errorf("--wrap cannot be used in a batch script")
+		}
+		return o.apply(opt, val)
+	})
+	if err != nil {
+		return lineErr(err)
+	}
+	if len(rest) > 0 {
+		return lineErr(fmt.Errorf("invalid #SBATCH directive %q: options start with '-'", rest[0]))
+	}
+	return nil
+}
+
+// ParseTime reads a time limit in Slurm's syntax, in minutes (see
+// config.ParseTime); -1 means UNLIMITED.
+func ParseTime(s string) (int64, error) { return config.ParseTime(s) }
+
+// ParseMem reads a memory size with an optional K/M/G/T suffix, in MB (see
+// config.ParseMem).
+func ParseMem(s string) (int64, error) { return config.ParseMem(s) }
+
+// FormatTime prints minutes as squeue and sinfo do ("10:00", "1-00:00:00",
+// "UNLIMITED"); see config.FormatTime.
+func FormatTime(min int64) string { return config.FormatTime(min) }

@@ -1,0 +1,337 @@
+package format
+
+import (
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"hpc/cluster/api"
+)
+
+// SlurmVersion is the Slurm release whose output this package reproduces;
+// scontrol show node prints it as the node's Version.
+const SlurmVersion = "22.05.8"
+
+// record builds scontrol's "Key=Value" records: items on one line are joined
+// by spaces and lines by "\n   " (or by a space with -o, one-liner).
+type record struct {
+	b   strings.Builder
+	sep string
+}
+
+func newRecord(oneLiner bool) *record {
+	r := &record{sep: "\n   "}
+	if oneLiner {
+		r.sep = " "
+	}
+	return r
+}
+
+func (r *record) add(s string) { r.b.WriteString(s) }
+func (r *record) nl()          { r.b.WriteString(r.sep) }
+
+// end closes a record: one newline with -o, a blank line otherwise.
+func (r *record) end(oneLiner bool) string {
+	if oneLiner {
+		r.b.WriteString("\n")
+	} else {
+		r.b.WriteString("\n\n")
+	}
+	return r.b.String()
+}
+
+// ShowJob renders a job as scontrol show job (oneLiner: scontrol -o) does.
+// Fields hpc does not model print Slurm's defaults for a plain batch job
+// (Nice=0, QOS=normal, Requeue=1, OverSubscribe=OK, ...); Priority is
+// BasicPriority; a pending job's eligibility and accrue times are Unknown
+// while it waits on a dependency or a hold.
+func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
+	r := newRecord(oneLiner)
+	r.add("JobId=" + jobID(j) + " JobName=" + orNull(j.Spec.Name))
+	r.nl()
+	r.add("UserId=" + jobUser(j) + "(" + strconv.FormatUint(uint64(j.UID), 10) + ") ")
+	r.add("GroupId=" + jobGroup(j) + "(" + strconv.FormatUint(uint64(j.GID), 10) + ") MCS_label=N/A")
+	r.nl()
+	r.add("Priority=" + strconv.FormatUint(uint64(BasicPriority(j)), 10) + " Nice=0 Account=" + orNull(j.Account) + " QOS=normal")
+	r.nl()
+	r.add("JobState=" + string(j.State) + " Reason=" + underscoreSpaces(jobReason(j)) + " Dependency=(null)")
+	r.nl()
+	batch := 0
+	if j.Spec.Script != "" {
+		batch = 1
+	}
+	r.add("Requeue=1 Restarts=0 BatchFlag=" + strconv.Itoa(batch) + " Reboot=0 ExitCode=" + exitPair(j.ExitCode, j.Signal))
+	r.nl()
+	limit := "Partition_Limit"
+	if j.Spec.TimeLimitMin != 0 {
+		limit = mins2time(j.Spec.TimeLimitMin)
+	}
+	r.add("RunTime=" + ElapsedHMS(jobRunTime(j, now)) + " TimeLimit=" + limit + " TimeMin=N/A")
+	r.nl()
+	eligible := ISOTime(j.SubmitTime)
+	if notEligible(j) {
+		eligible = "Unknown"
+	}
+	r.add("SubmitTime=" + ISOTime(j.SubmitTime) + " EligibleTime=" + eligible)
+	r.nl()
+	r.add("AccrueTime=" + eligible)
+	r.nl()
+	start := time.Time{}
+	if jobStarted(j) {
+		start = j.StartTime
+	}
+	r.add("StartTime=" + ISOTime(start) + " EndTime=" + ISOTime(jobEndTime(j)) + " Deadline=N/A")
+	r.nl()
+	lastEval := j.SubmitTime
+	if jobStarted(j) {
+		lastEval = j.StartTime
+	}
+	r.add("SuspendTime=None SecsPreSuspend=0 LastSchedEval=" + ISOTime(lastEval) + " Scheduler=Main")
+	r.nl()
+	host := j.Spec.SubmitHost
+	if host == "" {
+		host = "(null)"
+	}
+	r.add("Partition=" + orNull(j.Spec.Partition) + " AllocNode:Sid=" + host + ":0")
+	r.nl()
+	r.add("ReqNodeList=(null) ExcNodeList=(null)")
+	r.nl()
+	r.add("NodeList=" + nodeList(j.NodeNames()))
+	r.nl()
+	if j.BatchHost != "" {
+		r.add("BatchHost=" + j.BatchHost)
+		r.nl()
+	}
+	cpus := jobNumCPUs(j)
+	r.add("NumNodes=" + strconv.Itoa(jobNumNodes(j)) + " NumCPUs=" + strconv.Itoa(cpus) +
+		" NumTasks=" + strconv.Itoa(jobTasks(j)) + " CPUs/Task=" + strconv.Itoa(jobCPUsPerTask(j)) +
+		" ReqB:S:C:T=0:0:*:*")
+	r.nl()
+	r.add("TRES=" + orNull(tresString(int64(cpus), jobMemMB(j), int64(jobNumNodes(j)), int64(cpus), nil)))
+	r.nl()
+	r.add("Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*")
+	r.nl()
+	mem := "MinMemoryCPU=" + convertMB(DefMemPerCPU)
+	if j.Spec.MemPerNodeMB > 0 {
+		mem = "MinMemoryNode=" + convertMB(j.Spec.MemPerNodeMB)
+	}
+	r.add("MinCPUsNode=" + strconv.Itoa(jobCPUsPerTask(j)) + " " + mem + " MinTmpDiskNode=0")
+	r.nl()
+	r.add("Features=(null) DelayBoot=00:00:00")
+	r.nl()
+	r.add("OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)")
+	r.nl()
+	r.add("Command=(null)")
+	r.nl()
+	r.add("WorkDir=" + orNull(j.Spec.WorkDir))
+	if batch == 1 {
+		r.nl()
+		r.add("StdErr=" + jobStdErr(j))
+		r.nl()
+		r.add("StdIn=/dev/null")
+		r.nl()
+		r.add("StdOut=" + jobStdOut(j))
+	}
+	r.nl()
+	r.add("Power=")
+	r.nl()
+	return r.end(oneLiner)
+}
+
+// underscoreSpaces is what scontrol does to a free-text reason so the record
+// stays parsable: "Nodes required for job" → "Nodes_required_for_job".
+func underscoreSpaces(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// nodeArch is the machine name Slurm reports for this build's architecture.
+func nodeArch() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	case "386":
+		return "i686"
+	}
+	return runtime.GOARCH
+}
+
+// ShowNode renders a node as scontrol show node (oneLiner: scontrol -o) does.
+// The node is modelled as one socket of CPUs cores, one thread each. Values
+// hpc does not track print as Slurm prints them when unknown (CPULoad=N/A,
+// FreeMem=N/A, BootTime=None, LastBusyTime=Unknown); the OS line is left out,
+// as Slurm does before the node has registered. Port is printed when Addr
+// carries one ("10.0.0.5:7946").
+func ShowNode(n api.Node, oneLiner bool) string {
+	r := newRecord(oneLiner)
+	st := effectiveNodeState(n, false)
+	cpus := strconv.Itoa(n.CPUs)
+	r.add("NodeName=" + n.Name + " Arch=" + nodeArch() + " CoresPerSocket=" + cpus + " ")
+	r.nl()
+	r.add("CPUAlloc=" + strconv.Itoa(n.AllocCPUs) + " CPUEfctv=" + cpus + " CPUTot=" + cpus + " CPULoad=N/A")
+	r.nl()
+	r.add("AvailableFeatures=(null)")
+	r.nl()
+	r.add("ActiveFeatures=(null)")
+	r.nl()
+	r.add("Gres=" + orNull(n.Gres))
+	r.nl()
+	addr, port := n.Addr, ""
+	if h, p, err := net.SplitHostPort(n.Addr); err == nil {
+		addr, port = h, p
+	}
+	if addr == "" {
+		addr = n.Name
+	}
+	r.add("NodeAddr=" + addr + " NodeHostName=" + n.Name + " ")
+	if port != "" {
+		r.add("Port=" + port + " ")
+	}
+	r.add("Version=" + SlurmVersion)
+	r.nl()
+	r.add("RealMemory=" + strconv.FormatInt(n.MemMB, 10) + " AllocMem=" + strconv.FormatInt(n.AllocMemMB, 10) +
+		" FreeMem=N/A Sockets=1 Boards=1")
+	r.nl()
+	r.add("State=" + st.complete() + " ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A")
+	r.nl()
+	if len(n.Partitions) > 0 {
+		r.add("Partitions=" + strings.Join(n.Partitions, ",") + " ")
+		r.nl()
+	}
+	r.add("BootTime=None SlurmdStartTime=None")
+	r.nl()
+	r.add("LastBusyTime=Unknown")
+	r.nl()
+	gres := parseGres(n.Gres)
+	r.add("CfgTRES=" + orNull(tresString(int64(n.CPUs), n.MemMB, 0, int64(n.CPUs), gres)))
+	r.nl()
+	r.add("AllocTRES=" + tresString(int64(n.AllocCPUs), n.AllocMemMB, 0, 0, nil))
+	r.nl()
+	r.add("CapWatts=n/a")
+	r.nl()
+	r.add("CurrentWatts=0 AveWatts=0")
+	r.nl()
+	r.add("ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s")
+	if n.Reason != "" {
+		for i, line := range strings.Split(n.Reason, "\n") {
+			r.nl()
+			if i == 0 {
+				r.add("Reason=" + line)
+			} else {
+				r.add("       " + line)
+			}
+		}
+	}
+	return r.end(oneLiner)
+}
+
+// ShowPartition renders a partition as scontrol show partition does. nodes
+// supplies the members' CPUs, memory and gres for the totals; a member
+// missing from nodes counts as a node with nothing in it.
+func ShowPartition(p api.Partition, nodes []api.Node) string {
+	r := newRecord(false)
+	members := partitionMembers(p, nodes)
+	// Members in configuration order: the partition's list, else node order.
+	var names []string
+	seen := map[string]bool{}
+	for _, name := range expandNames(p.Nodes) {
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	if len(p.Nodes) == 0 {
+		for _, n := range nodes {
+			if members[n.Name] && !seen[n.Name] {
+				seen[n.Name] = true
+				names = append(names, n.Name)
+			}
+		}
+	}
+	byName := map[string]api.Node{}
+	for _, n := range nodes {
+		if _, dup := byName[n.Name]; !dup {
+			byName[n.Name] = n
+		}
+	}
+	var cpus, mem int64
+	var gres []gresCount
+	for _, name := range names {
+		n := byName[name]
+		cpus += int64(n.CPUs)
+		mem += n.MemMB
+		gres = addGres(gres, parseGres(n.Gres))
+	}
+
+	r.add("PartitionName=" + p.Name)
+	r.nl()
+	r.add("AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL")
+	r.nl()
+	def := "NO"
+	if p.Default {
+		def = "YES"
+	}
+	r.add("AllocNodes=ALL Default=" + def + " QoS=N/A")
+	r.nl()
+	r.add("DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO")
+	r.nl()
+	maxTime := "UNLIMITED"
+	if p.MaxTimeMin >= 0 {
+		maxTime = secs2time(p.MaxTimeMin * 60)
+	}
+	r.add("MaxNodes=UNLIMITED MaxTime=" + maxTime + " MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED")
+	r.nl()
+	nodesStr := "(null)"
+	if len(names) > 0 {
+		nodesStr = nodeList(names)
+	}
+	r.add("Nodes=" + nodesStr)
+	r.nl()
+	r.add("PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO")
+	r.nl()
+	r.add("OverTimeLimit=NONE PreemptMode=OFF")
+	r.nl()
+	state := strings.ToUpper(p.State)
+	switch state {
+	case "":
+		state = "UP"
+	case "UP", "DOWN", "DRAIN", "INACTIVE":
+	default:
+		state = "UNKNOWN"
+	}
+	r.add("State=" + state + " TotalCPUs=" + strconv.FormatInt(cpus, 10) + " TotalNodes=" + strconv.Itoa(len(names)) +
+		" SelectTypeParameters=NONE")
+	r.nl()
+	r.add("JobDefaults=(null)")
+	r.nl()
+	r.add("DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED")
+	r.nl()
+	r.add("TRES=" + orNull(tresString(cpus, mem, int64(len(names)), cpus, gres)))
+	return r.end(false)
+}
+
+// addGres adds counts into a running total, keeping first-seen order.
+func addGres(total, more []gresCount) []gresCount {
+	for _, g := range more {
+		found := false
+		for i := range total {
+			if total[i].name == g.name {
+				total[i].count += g.count
+				found = true
+			}
+		}
+		if !found {
+			total = append(total, g)
+		}
+	}
+	return total
+}

@@ -1,0 +1,290 @@
+package format
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"hpc/cluster/api"
+)
+
+// DefaultSqueueFormat is what squeue prints without -o.
+const DefaultSqueueFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+
+// LongSqueueFormat is what squeue -l prints (after a date line).
+const LongSqueueFormat = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+
+// Field is one item of a squeue -o/--format string. Letter is the field code
+// ('i' job id, 'P' partition, ...) or 0 for plain text. Width 0 prints the
+// value at its natural width; otherwise it is padded to Width, on the left
+// when Right ('.' in the format) and on the right otherwise, and cut to
+// Width characters (node lists and durations are never cut). Text is the
+// literal text printed after the field, or alone for plain text.
+type Field struct {
+	Letter byte
+	Width  int
+	Right  bool
+	Text   string
+}
+
+// squeueCol describes one squeue field letter.
+type squeueCol struct {
+	header    string
+	cutHeader bool
+	// value returns the text and whether it may be cut to the width.
+	value func(j api.Job, now time.Time) (string, bool)
+}
+
+func cut(s string) (string, bool)   { return s, true }
+func nocut(s string) (string, bool) { return s, false }
+
+func constant(s string) func(api.Job, time.Time) (string, bool) {
+	return func(api.Job, time.Time) (string, bool) { return s, true }
+}
+
+var squeueCols = map[byte]squeueCol{
+	'a': {"ACCOUNT", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Account)) }},
+	'A': {"JOBID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
+	'b': {"TRES_PER_NODE", true, constant("N/A")},
+	'B': {"EXEC_HOST", true, func(j api.Job, _ time.Time) (string, bool) {
+		if j.BatchHost == "" {
+			return cut("n/a")
+		}
+		return cut(j.BatchHost)
+	}},
+	'c': {"MIN_CPUS", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobCPUsPerTask(j))) }},
+	'C': {"CPUS", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumCPUs(j))) }},
+	'd': {"MIN_TMP_DISK", true, constant("0")},
+	'D': {"NODES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumNodes(j))) }},
+	'e': {"END_TIME", true, func(j api.Job, _ time.Time) (string, bool) {
+		if j.Spec.TimeLimitMin < 0 && jobStarted(j) && j.EndTime.IsZero() {
+			return cut("NONE") // no limit, still running
+		}
+		return cut(dateOrNA(jobEndTime(j)))
+	}},
+	'E': {"DEPENDENCY", true, constant("(null)")},
+	'f': {"FEATURES", true, constant("(null)")},
+	'F': {"ARRAY_JOB_ID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
+	'g': {"GROUP", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobGroup(j)) }},
+	'G': {"GROUP", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.GID), 10)) }},
+	'h': {"OVER_SUBSCRIBE", true, constant("OK")},
+	'H': {"SOCKETS_PER_NODE", true, constant("*")},
+	'i': {"JOBID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
+	'I': {"CORES_PER_SOCKET", true, constant("*")},
+	'j': {"NAME", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Name)) }},
+	'J': {"THREADS_PER_CORE", true, constant("*")},
+	'k': {"COMMENT", true, constant("(null)")},
+	'K': {"ARRAY_TASK_ID", true, constant("N/A")},
+	'l': {"TIME_LIMIT", true, func(j api.Job, _ time.Time) (string, bool) {
+		switch {
+		case j.Spec.TimeLimitMin < 0:
+			return cut("UNLIMITED")
+		case j.Spec.TimeLimitMin == 0:
+			return cut("NOT_SET")
+		}
+		return nocut(TimeLimit(j.Spec.TimeLimitMin))
+	}},
+	'L': {"TIME_LEFT", true, func(j api.Job, now time.Time) (string, bool) {
+		switch {
+		case j.Spec.TimeLimitMin < 0:
+			return cut("UNLIMITED")
+		case j.Spec.TimeLimitMin == 0:
+			return cut("NOT_SET")
+		}
+		left := j.Spec.TimeLimitMin*60 - int64(jobRunTime(j, now)/time.Second)
+		return nocut(squeueSecs(left))
+	}},
+	'm': {"MIN_MEMORY", true, func(j api.Job, _ time.Time) (string, bool) {
+		if j.Spec.MemPerNodeMB > 0 {
+			return cut(convertMB(j.Spec.MemPerNodeMB))
+		}
+		return cut(convertMB(DefMemPerCPU))
+	}},
+	'M': {"TIME", true, func(j api.Job, now time.Time) (string, bool) { return nocut(Elapsed(jobRunTime(j, now))) }},
+	'n': {"REQ_NODES", true, constant("")},
+	'N': {"NODELIST", false, func(j api.Job, _ time.Time) (string, bool) { return nocut(nodeList(j.NodeNames())) }},
+	'o': {"COMMAND", true, constant("(null)")},
+	'O': {"CONTIGUOUS", true, constant("0")},
+	'p': {"PRIORITY", true, func(j api.Job, _ time.Time) (string, bool) {
+		return cut(fmt.Sprintf("%16.14f", float64(BasicPriority(j))/float64(0xffffffff)))
+	}},
+	'P': {"PARTITION", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Partition)) }},
+	'q': {"QOS", true, constant("normal")},
+	'Q': {"PRIORITY", true, func(j api.Job, _ time.Time) (string, bool) {
+		return cut(strconv.FormatUint(uint64(BasicPriority(j)), 10))
+	}},
+	'r': {"REASON", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobReason(j)) }},
+	'R': {"NODELIST(REASON)", false, func(j api.Job, _ time.Time) (string, bool) {
+		switch j.State {
+		case api.StatePending, api.StateTimeout, api.StateOutOfMemory, api.StateFailed:
+			return cut("(" + jobReason(j) + ")")
+		}
+		return nocut(nodeList(j.NodeNames()))
+	}},
+	's': {"", true, constant("")}, // select plugin data; cons_tres prints none
+	'S': {"START_TIME", true, func(j api.Job, _ time.Time) (string, bool) { return cut(dateOrNA(j.StartTime)) }},
+	't': {"ST", true, func(j api.Job, _ time.Time) (string, bool) { return cut(j.State.Short()) }},
+	'T': {"STATE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(string(j.State)) }},
+	'u': {"USER", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobUser(j)) }},
+	'U': {"UID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.UID), 10)) }},
+	'v': {"RESERVATION", true, constant("(null)")},
+	'V': {"SUBMIT_TIME", true, func(j api.Job, _ time.Time) (string, bool) { return cut(dateOrNA(j.SubmitTime)) }},
+	'w': {"WCKEY", true, constant("(null)")},
+	'W': {"LICENSES", true, constant("(null)")},
+	'x': {"EXC_NODES", true, constant("")},
+	'X': {"CORE_SPEC", true, constant("N/A")},
+	'y': {"NICE", true, constant("0")},
+	'Y': {"SCHEDNODES", false, func(api.Job, time.Time) (string, bool) { return nocut("(null)") }},
+	'z': {"S:C:T", true, constant("*:*:*")},
+	'Z': {"WORK_DIR", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.WorkDir)) }},
+}
+
+// ParseSqueueFormat reads a squeue -o/--format string such as
+// "%.18i %.9P %8j %-8u %R". Each "%[.][-][width]letter" becomes a Field; text
+// before the first '%' and after each field is kept as literal text. '.'
+// right-justifies, '-' (accepted for printf habits) left-justifies, which is
+// also the default.
+//
+// Like squeue, an unknown letter does not stop the parse: the offending
+// "%..." text is kept as literal text and the returned error (one line per
+// bad field, "Invalid job format specification: X") is for the caller to
+// print as a warning. The fields are valid even when err is not nil.
+func ParseSqueueFormat(s string) ([]Field, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var fields []Field
+	var errs []error
+	rest := s
+	if i := strings.IndexByte(s, '%'); i != 0 {
+		if i < 0 {
+			return []Field{{Text: s}}, nil
+		}
+		fields = append(fields, Field{Text: s[:i]})
+		rest = s[i:]
+	}
+	// Tokens are the pieces between '%' signs; empty ones vanish, as with
+	// strtok in squeue ("%%" prints nothing).
+	for _, tok := range strings.Split(rest, "%") {
+		if tok == "" {
+			continue
+		}
+		f := Field{}
+		i := 0
+		if tok[i] == '.' {
+			f.Right = true
+			i++
+		}
+		if i < len(tok) && tok[i] == '-' && !f.Right {
+			i++
+		}
+		for i < len(tok) && tok[i] >= '0' && tok[i] <= '9' {
+			f.Width = f.Width*10 + int(tok[i]-'0')
+			if f.Width > 1<<16 {
+				f.Width = 1 << 16
+			}
+			i++
+		}
+		if i >= len(tok) {
+			fields = append(fields, Field{Text: "%" + tok})
+			errs = append(errs, errors.New("Invalid job format specification: "))
+			continue
+		}
+		letter := tok[i]
+		if _, ok := squeueCols[letter]; !ok {
+			fields = append(fields, Field{Text: "%" + tok})
+			errs = append(errs, fmt.Errorf("Invalid job format specification: %c", letter))
+			continue
+		}
+		f.Letter = letter
+		f.Text = tok[i+1:]
+		fields = append(fields, f)
+	}
+	return fields, errors.Join(errs...)
+}
+
+// SqueueOptions selects squeue's output.
+type SqueueOptions struct {
+	// Format is the -o string; empty means DefaultSqueueFormat, or
+	// LongSqueueFormat with Long.
+	Format string
+	// Long is -l: a date line ("Mon Nov 30 04:59:33 2026") before the
+	// header, and the long default format.
+	Long bool
+	// NoHeader is -h: neither the header nor the date line.
+	NoHeader bool
+}
+
+// Squeue renders jobs as squeue does, sorted as SortJobs sorts them. now is
+// the time the listing is made: it drives the TIME column and the -l date
+// line. Unknown letters in o.Format print literally (see ParseSqueueFormat).
+func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
+	format := o.Format
+	if format == "" {
+		format = DefaultSqueueFormat
+		if o.Long {
+			format = LongSqueueFormat
+		}
+	}
+	fields, _ := ParseSqueueFormat(format)
+	var b strings.Builder
+	if !o.NoHeader {
+		if o.Long {
+			b.WriteString(CTime(now) + "\n")
+		}
+		for _, f := range fields {
+			if f.Letter != 0 {
+				c := squeueCols[f.Letter]
+				b.WriteString(pad(c.header, f.Width, f.Right, c.cutHeader))
+			}
+			b.WriteString(f.Text)
+		}
+		b.WriteString("\n")
+	}
+	sorted := append([]api.Job(nil), jobs...)
+	SortJobs(sorted)
+	for _, j := range sorted {
+		for _, f := range fields {
+			if f.Letter != 0 {
+				v, c := squeueCols[f.Letter].value(j, now)
+				b.WriteString(pad(v, f.Width, f.Right, c))
+			}
+			b.WriteString(f.Text)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// SortJobs puts jobs in squeue's default order (its sort key "P,t,-p"):
+//
+//  1. partition name, ascending (byte order: "debug" before "gpu");
+//  2. compact state code, ascending as text, so completing jobs (CG) come
+//     before pending ones (PD), which come before running ones (R);
+//  3. priority, descending (BasicPriority: earlier jobs first, held jobs,
+//     whose priority is 0, last);
+//  4. start time, descending (squeue sorts by it first and its later sorts
+//     keep that order among equals), then job id, ascending.
+//
+// This reproduces the reference listings 30 and 72 exactly.
+func SortJobs(jobs []api.Job) {
+	sort.SliceStable(jobs, func(a, b int) bool {
+		x, y := jobs[a], jobs[b]
+		if x.Spec.Partition != y.Spec.Partition {
+			return x.Spec.Partition < y.Spec.Partition
+		}
+		if sx, sy := x.State.Short(), y.State.Short(); sx != sy {
+			return sx < sy
+		}
+		if px, py := BasicPriority(x), BasicPriority(y); px != py {
+			return px > py
+		}
+		if !x.StartTime.Equal(y.StartTime) {
+			return x.StartTime.After(y.StartTime)
+		}
+		return x.ID < y.ID
+	})
+}

@@ -1,0 +1,497 @@
+//go:build linux
+
+package exec
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/cgroups"
+	_ "github.com/opencontainers/cgroups/devices" // device rules need the devices manager
+	devconfig "github.com/opencontainers/cgroups/devices/config"
+	"github.com/opencontainers/cgroups/manager"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+)
+
+// Limits every step gets.
+const (
+	pidsLimit    = 4096
+	cpuPeriodUs  = 100000
+	cgroupParent = "/hpc"
+)
+
+// How a step runs in container mode
+//
+// Each step is one libcontainer container whose init (pid 1 of the step's
+// pid namespace) is a small reaper, this binary run as "<exe> init <pauseArg>"
+// (see InitIfChild). The step's command is started next to it with
+// libcontainer's setns path, like "runc exec", so that it is not pid 1: it
+// gets signals with their default actions (a SIGTERM-ed batch script dies
+// and reports 0:15 as under Slurm) and its exit status comes straight from
+// wait(2). When the command ends, SIGKILL to the init ends everything left in
+// the pid namespace; the OOM counter is read, and the container (state
+// directory and cgroup) is destroyed. Further tasks of a step (srun) fit the
+// same way: more setns processes in the same container.
+type containerRuntime struct {
+	log      *slog.Logger
+	node     string
+	stateDir string
+	mnt      string // an unbindable mount holding rootfs
+	rootfs   string // the prepared bind of /
+	ctrRoot  string // libcontainer's state root
+	cgParent string // /hpc/<node>
+	v2       bool
+	memsw    bool              // v1: memory.memsw.* exists (swap accounting)
+	cgPaths  map[string]string // the node's cgroup parent, per controller
+	devRules []*devconfig.Rule
+}
+
+func newContainerRuntime(stateDir, node string, log *slog.Logger) (*containerRuntime, error) {
+	stateDir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	r := &containerRuntime{
+		log:      log,
+		node:     node,
+		stateDir: stateDir,
+		mnt:      filepath.Join(stateDir, "mnt"),
+		ctrRoot:  filepath.Join(stateDir, "containers"),
+		cgParent: cgroupParent + "/" + sanitizeID(node),
+		v2:       cgroups.IsCgroup2UnifiedMode(),
+		devRules: deviceRules(),
+	}
+	if err := r.probeCgroups(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(r.ctrRoot, 0o700); err != nil {
+		return nil, err
+	}
+	// libcontainer's init and exec processes are grandchildren (nsexec forks
+	// twice); waiting for them needs this process to be their reaper.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+	}
+	r.removeLeftovers()
+	if r.rootfs, err = prepareRootfs(r.mnt); err != nil {
+		return nil, fmt.Errorf("prepare the containers' root file system: %w", err)
+	}
+	return r, nil
+}
+
+func (r *containerRuntime) version() string {
+	if r.v2 {
+		return "v2"
+	}
+	return "v1"
+}
+
+// probeCgroups creates the node's cgroup parent and checks that the
+// controllers the limits need are there.
+func (r *containerRuntime) probeCgroups() error {
+	m, err := manager.New(&cgroups.Cgroup{Path: r.cgParent, Resources: &cgroups.Resources{}})
+	if err != nil {
+		return fmt.Errorf("cgroups: %w", err)
+	}
+	if err := m.Apply(-1); err != nil {
+		return fmt.Errorf("cannot create cgroup %s: %w", r.cgParent, err)
+	}
+	r.cgPaths = m.GetPaths()
+	if r.v2 {
+		dir := m.Path("")
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+		if err != nil {
+			return fmt.Errorf("cgroup v2: %w", err)
+		}
+		have := strings.Fields(string(b))
+		for _, c := range []string{"memory", "cpu", "pids"} {
+			if !contains(have, c) {
+				return fmt.Errorf("cgroup v2 controller %q is not available in %s", c, dir)
+			}
+		}
+		return nil
+	}
+	for _, c := range []string{"memory", "cpu", "pids", "devices"} {
+		if r.cgPaths[c] == "" {
+			return fmt.Errorf("cgroup v1 controller %q is not mounted", c)
+		}
+	}
+	r.memsw = cgroups.PathExists(filepath.Join(r.cgPaths["memory"], "memory.memsw.limit_in_bytes"))
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// close undoes the root file system bind and removes the node's cgroup
+// parent (if no step is left in it).
+func (r *containerRuntime) close() error {
+	err := teardownRootfs(r.mnt)
+	for _, p := range r.cgPaths {
+		_ = unix.Rmdir(p)
+		_ = unix.Rmdir(filepath.Dir(p)) // /hpc, when no other node uses it
+	}
+	os.Remove(r.ctrRoot)
+	return err
+}
+
+// removeLeftovers destroys the containers a previous executor left in the
+// state directory. A step whose daemon went away cannot be re-attached yet,
+// so running ones are killed.
+func (r *containerRuntime) removeLeftovers() {
+	ents, err := os.ReadDir(r.ctrRoot)
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		id := ent.Name()
+		c, err := libcontainer.Load(r.ctrRoot, id)
+		if err != nil {
+			r.log.Warn("removing unreadable container state", "container", id, "err", err)
+			os.RemoveAll(filepath.Join(r.ctrRoot, id))
+			continue
+		}
+		st, _ := c.Status()
+		if st != libcontainer.Stopped {
+			r.log.Warn("killing a step left running by a previous executor", "container", id)
+			_ = c.Signal(unix.SIGKILL)
+			for i := 0; i < 500; i++ {
+				if st, _ = c.Status(); st == libcontainer.Stopped {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		if err := c.Destroy(); err != nil {
+			r.log.Warn("cannot remove a container left by a previous executor", "container", id, "err", err)
+		}
+	}
+	// Cgroups of steps that have no container any more.
+	for _, p := range r.cgPaths {
+		subs, _ := os.ReadDir(p)
+		for _, s := range subs {
+			if s.IsDir() {
+				_ = cgroups.RemovePath(filepath.Join(p, s.Name()))
+			}
+		}
+	}
+}
+
+// rootCaps are the capabilities root keeps in a step: the container
+// runtimes' usual default set (no CAP_SYS_ADMIN, so no mounts and no way
+// out of the step's namespaces and cgroup).
+var rootCaps = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+	"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+	"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+}
+
+// capsFor: root keeps rootCaps; everybody else runs with none.
+func capsFor(uid uint32) *configs.Capabilities {
+	if uid != 0 {
+		return &configs.Capabilities{}
+	}
+	return &configs.Capabilities{
+		Bounding:  rootCaps,
+		Effective: rootCaps,
+		Permitted: rootCaps,
+	}
+}
+
+// devices in a step's /dev (besides /dev/pts, /dev/ptmx, /dev/shm, /dev/mqueue).
+var stepDevices = []struct {
+	path         string
+	major, minor int64
+}{
+	{"/dev/null", 1, 3}, {"/dev/zero", 1, 5}, {"/dev/full", 1, 7},
+	{"/dev/random", 1, 8}, {"/dev/urandom", 1, 9}, {"/dev/tty", 5, 0},
+}
+
+func deviceNodes() []*devconfig.Device {
+	var out []*devconfig.Device
+	for _, d := range stepDevices {
+		out = append(out, &devconfig.Device{
+			Path:     d.path,
+			FileMode: 0o666,
+			Rule: devconfig.Rule{
+				Type: devconfig.CharDevice, Major: d.major, Minor: d.minor,
+				Permissions: "rwm", Allow: true,
+			},
+		})
+	}
+	return out
+}
+
+// deviceRules: deny everything, then allow the step's devices and ptys.
+func deviceRules() []*devconfig.Rule {
+	rules := []*devconfig.Rule{{
+		Type: devconfig.WildcardDevice, Major: devconfig.Wildcard, Minor: devconfig.Wildcard,
+		Permissions: "rwm", Allow: false,
+	}}
+	for _, d := range deviceNodes() {
+		rules = append(rules, &d.Rule)
+	}
+	rules = append(rules,
+		&devconfig.Rule{Type: devconfig.CharDevice, Major: 5, Minor: 2, Permissions: "rwm", Allow: true},                    // /dev/ptmx
+		&devconfig.Rule{Type: devconfig.CharDevice, Major: 136, Minor: devconfig.Wildcard, Permissions: "rwm", Allow: true}, // /dev/pts/*
+	)
+	return rules
+}
+
+// config is the container configuration of one step.
+func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, error) {
+	binds, err := hostBinds(r.mnt)
+	if err != nil {
+		return nil, fmt.Errorf("list the host's mounts: %w", err)
+	}
+	pids := int64(pidsLimit)
+	res := &cgroups.Resources{Devices: r.devRules, PidsLimit: &pids}
+	if spec.MemMB > 0 {
+		res.Memory = spec.MemMB << 20
+		if r.v2 || r.memsw {
+			res.MemorySwap = res.Memory // memory+swap = memory: no swap
+		}
+	}
+	if spec.CPUs > 0 {
+		res.CpuPeriod = cpuPeriodUs
+		res.CpuQuota = int64(spec.CPUs) * cpuPeriodUs
+	}
+	const (
+		nosuid = unix.MS_NOSUID
+		nodev  = unix.MS_NODEV
+		noexec = unix.MS_NOEXEC
+	)
+	mounts := append(binds,
+		&configs.Mount{Source: "proc", Destination: "/proc", Device: "proc", Flags: nosuid | nodev | noexec},
+		&configs.Mount{Source: "tmpfs", Destination: "/dev", Device: "tmpfs", Flags: nosuid | unix.MS_STRICTATIME, Data: "mode=755,size=65536k"},
+		&configs.Mount{Source: "devpts", Destination: "/dev/pts", Device: "devpts", Flags: nosuid | noexec, Data: "newinstance,ptmxmode=0666,mode=0620,gid=5"},
+		&configs.Mount{Source: "shm", Destination: "/dev/shm", Device: "tmpfs", Flags: nosuid | nodev, Data: "mode=1777"},
+		&configs.Mount{Source: "mqueue", Destination: "/dev/mqueue", Device: "mqueue", Flags: nosuid | nodev | noexec},
+		&configs.Mount{
+			// sysfs cannot be mounted without a network namespace
+			// (EBUSY): bind the host's, read-only all the way down
+			// (MS_RDONLY alone left /sys/fs/cgroup writable).
+			Source: "/sys", Destination: "/sys", Device: "bind",
+			Flags:   unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY | nosuid | nodev | noexec,
+			RecAttr: &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC},
+		},
+	)
+	return &configs.Config{
+		Rootfs:   r.rootfs,
+		Hostname: r.node,
+		Namespaces: configs.Namespaces{
+			{Type: configs.NEWNS}, {Type: configs.NEWPID}, {Type: configs.NEWUTS}, {Type: configs.NEWIPC},
+		},
+		Cgroups: &cgroups.Cgroup{Path: r.cgParent + "/" + cid, Resources: res},
+		Mounts:  mounts,
+		Devices: deviceNodes(),
+		MaskPaths: []string{
+			"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+			"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+			"/sys/firmware", "/sys/devices/virtual/powercap",
+			r.mnt, // the copy of the prepared tree (see hostBinds)
+		},
+		ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+		Capabilities:  capsFor(spec.UID),
+	}, nil
+}
+
+// ctrStep delivers signals to a container step.
+type ctrStep struct {
+	mu      sync.Mutex
+	ended   bool
+	c       *libcontainer.Container
+	initPid int
+}
+
+// signal sends sig to every process in the step's cgroup except the init
+// (which ignores signals anyway).
+func (k *ctrStep) signal(sig syscall.Signal) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ended {
+		return ErrStepEnded
+	}
+	pids, err := k.c.Processes()
+	if err != nil {
+		return fmt.Errorf("list the step's processes: %w", err)
+	}
+	for _, p := range pids {
+		if p == k.initPid {
+			continue
+		}
+		if err := unix.Kill(p, sig); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("kill %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// kill ends the pid namespace: SIGKILL to its init kills every process in it.
+func (k *ctrStep) kill() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ended {
+		return nil
+	}
+	return k.c.Signal(unix.SIGKILL)
+}
+
+// end marks the step ended: signals are no longer delivered.
+func (k *ctrStep) end() {
+	k.mu.Lock()
+	k.ended = true
+	k.mu.Unlock()
+}
+
+func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr error) {
+	r := e.ctr
+	groups := groupsFor(&spec)
+	io, err := prepareIO(&spec, groups, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if retErr != nil {
+			io.removeCreated(&spec, groups, true)
+		}
+	}()
+	addGroups := make([]int, len(groups))
+	for i, g := range groups {
+		addGroups[i] = int(g)
+	}
+
+	cfg, err := r.config(cid, &spec)
+	if err != nil {
+		return fmt.Errorf("step %s: %w", spec.ID, err)
+	}
+	c, err := libcontainer.Create(r.ctrRoot, cid, cfg)
+	if err != nil {
+		return fmt.Errorf("step %s: create container: %w", spec.ID, err)
+	}
+	nnp := spec.UID != 0
+	pause := &libcontainer.Process{
+		// /proc/self/exe at exec time is runc init's sealed copy of this
+		// binary, which the user may run even where its path is not
+		// reachable for them.
+		Args:             []string{"/proc/self/exe", "init", pauseArg},
+		Env:              []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+		UID:              int(spec.UID),
+		GID:              int(spec.GID),
+		AdditionalGroups: addGroups,
+		Cwd:              "/",
+		Capabilities:     &configs.Capabilities{},
+		NoNewPrivileges:  &nnp,
+		Init:             true,
+	}
+	if err := c.Run(pause); err != nil {
+		_ = c.Destroy()
+		return fmt.Errorf("step %s: start container: %w", spec.ID, err)
+	}
+	initPid, _ := pause.Pid()
+	stop := func() {
+		_ = c.Signal(unix.SIGKILL)
+		_, _ = pause.Wait()
+	}
+	st, err := c.State()
+	if err != nil {
+		stop()
+		_ = c.Destroy()
+		return fmt.Errorf("step %s: container state: %w", spec.ID, err)
+	}
+	oomBefore, _ := readOOMKills(st.CgroupPaths, r.v2)
+
+	task := &libcontainer.Process{
+		Args:             spec.Argv,
+		Env:              spec.Env,
+		UID:              int(spec.UID),
+		GID:              int(spec.GID),
+		AdditionalGroups: addGroups,
+		Cwd:              io.cwd,
+		Stdout:           io.stdout,
+		Stderr:           io.stderr,
+		Capabilities:     capsFor(spec.UID),
+		NoNewPrivileges:  &nnp,
+	}
+	if err := c.Run(task); err != nil {
+		stop()
+		_ = c.Destroy()
+		return fmt.Errorf("step %s: %w", spec.ID, err)
+	}
+	io.close() // the task has its own copies
+	s.start = time.Now()
+	s.pid, _ = task.Pid()
+	k := &ctrStep{c: c, initPid: initPid}
+	s.sig = k
+
+	go func() {
+		ps, werr := task.Wait()
+		res := exitResult(ps)
+		res.End = time.Now()
+		res.Start = s.start
+		if ps == nil && werr != nil {
+			res.Err = fmt.Errorf("wait for step %s: %w", spec.ID, werr)
+		}
+		k.end()
+		stop()
+		if n, err := readOOMKills(st.CgroupPaths, r.v2); err == nil && n > oomBefore {
+			res.OOM = true
+		}
+		if err := c.Destroy(); err != nil && res.Err == nil {
+			res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
+		}
+		e.forget(cid, s)
+		s.finish(res)
+	}()
+	return nil
+}
+
+// readOOMKills reads the oom_kill counter of a step's memory cgroup
+// (v1: memory.oom_control, v2: memory.events).
+func readOOMKills(paths map[string]string, v2 bool) (uint64, error) {
+	var file string
+	if v2 {
+		file = filepath.Join(paths[""], "memory.events")
+	} else {
+		if paths["memory"] == "" {
+			return 0, errors.New("no memory cgroup")
+		}
+		file = filepath.Join(paths["memory"], "memory.oom_control")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && k == "oom_kill" {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s has no oom_kill counter", file)
+}

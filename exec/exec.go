@@ -1,0 +1,385 @@
+//go:build linux
+
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configures an Executor.
+type Options struct {
+	// StateDir holds the executor's private state: the prepared root file
+	// system and libcontainer's per-container state. Required in container
+	// mode; created if missing.
+	StateDir string
+	// NodeName is the step's hostname and names the node's cgroup parent
+	// (/hpc/<NodeName>). Empty means the host name.
+	NodeName string
+	// ForcePlain runs steps as plain processes even when containers would work.
+	ForcePlain bool
+	// Logger receives the executor's own messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// StepSpec describes one step to run.
+type StepSpec struct {
+	// ID is unique per node, e.g. "12.batch". It names the container and the
+	// step's cgroup (characters other than letters, digits, "_+-." become "_").
+	ID string
+	// Argv is the command; Argv[0] must be an absolute path.
+	Argv []string
+	// Env is the complete environment of the step.
+	Env []string
+	// UID, GID and Groups are the user the step runs as. Nil Groups means the
+	// user's groups from the system's group database (see UserGroups).
+	UID, GID uint32
+	Groups   []uint32
+	// WorkDir is where the step starts. If the user cannot enter it, the step
+	// starts in /tmp and its stderr says so, as slurmstepd does. Empty: "/".
+	WorkDir string
+	// Stdout and Stderr are absolute file paths, opened with the user's
+	// permissions and owned by the user. Equal paths share one open file; an
+	// empty path means /dev/null.
+	Stdout, Stderr string
+	// Truncate empties existing output files; otherwise output is appended.
+	Truncate bool
+	// CPUs limits CPU time to CPUs full CPUs (a CFS quota); 0 means no limit.
+	CPUs int
+	// MemMB limits memory (and memory plus swap, so no swap) in MiB; 0 means
+	// no limit.
+	MemMB int64
+}
+
+// Result is how a step ended.
+type Result struct {
+	// ExitCode is the exit status of the step's process; 0 when it was
+	// killed by a signal.
+	ExitCode int
+	// Signal is the signal that killed the step's process, or 0.
+	Signal int
+	// OOM reports that the kernel's OOM killer killed a process of the step
+	// (the cgroup's oom_kill counter rose while it ran).
+	OOM bool
+	// Err is set when the step could not be run or cleaned up properly;
+	// failures before the step started are returned by Launch instead.
+	Err error
+	// Start and End bracket the step's process.
+	Start, End time.Time
+}
+
+// ErrStepEnded is returned by Step.Signal once the step's process has ended.
+var ErrStepEnded = errors.New("step has ended")
+
+// Executor runs steps on this node. Its methods are safe for concurrent use.
+type Executor struct {
+	log  *slog.Logger
+	node string
+	mode string
+
+	ctr *containerRuntime // nil in plain mode
+	// switchUser: plain mode as root, so steps run as their users.
+	switchUser bool
+
+	mu     sync.Mutex
+	active map[string]*Step // running steps by sanitised ID
+	closed bool
+}
+
+// New creates the node's executor and decides, once, how it runs steps:
+// in containers when the daemon is root and cgroups (v1 or v2) are usable,
+// otherwise as plain processes (Mode says why).
+//
+// In container mode New prepares the root file system (a recursive bind of
+// / under StateDir, undone by Close), makes the calling process a child
+// subreaper (libcontainer's processes are its grandchildren), and removes
+// what a previous executor on this node left behind: stopped containers, and
+// running ones too (their steps cannot be re-attached yet, so they are killed).
+func New(o Options) (*Executor, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	node := o.NodeName
+	if node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("exec: no node name given and the host name is unknown: %w", err)
+		}
+		node = h
+	}
+	e := &Executor{log: log, node: node, active: map[string]*Step{}}
+	root := os.Geteuid() == 0
+	switch {
+	case o.ForcePlain:
+		e.switchUser = root
+		if root {
+			e.mode = "plain processes (ForcePlain set: no cgroup limits)"
+		} else {
+			e.mode = "plain processes (ForcePlain set; not root: no cgroup limits or user switching)"
+		}
+	case !root:
+		e.mode = "plain processes (not root: no cgroup limits or user switching)"
+	default:
+		if o.StateDir == "" {
+			return nil, errors.New("exec: Options.StateDir is required to run steps in containers")
+		}
+		rt, err := newContainerRuntime(o.StateDir, node, log)
+		if err != nil {
+			e.switchUser = true
+			e.mode = fmt.Sprintf("plain processes (containers unavailable: %v; no cgroup limits)", err)
+			log.Warn("running job steps as plain processes", "reason", err)
+			break
+		}
+		e.ctr = rt
+		e.mode = fmt.Sprintf("containers (libcontainer, cgroup %s)", rt.version())
+	}
+	log.Info("executor ready", "node", node, "mode", e.mode)
+	return e, nil
+}
+
+// Mode describes how steps run, e.g. "containers (libcontainer, cgroup v1)"
+// or "plain processes (not root: no cgroup limits or user switching)".
+func (e *Executor) Mode() string { return e.mode }
+
+// Containers reports whether steps run in containers.
+func (e *Executor) Containers() bool { return e.ctr != nil }
+
+// Close frees the node-wide things the executor set up (the root file system
+// bind, the node's cgroup parent). Steps still running keep running and must
+// still be waited for; Launch fails after Close. Close is idempotent.
+func (e *Executor) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	if e.ctr == nil {
+		return nil
+	}
+	return e.ctr.close()
+}
+
+// Launch starts a step and returns once its process runs. An error means
+// nothing of the step is left: no process, container, cgroup, or output file
+// that Launch created.
+func (e *Executor) Launch(spec StepSpec) (*Step, error) {
+	if err := checkSpec(&spec); err != nil {
+		return nil, err
+	}
+	key := sanitizeID(spec.ID)
+	e.mu.Lock()
+	switch {
+	case e.closed:
+		e.mu.Unlock()
+		return nil, errors.New("exec: executor is closed")
+	case e.active[key] != nil:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("step %s is already running on node %s", spec.ID, e.node)
+	}
+	// Reserve the ID while launching.
+	s := newStep(spec.ID)
+	e.active[key] = s
+	e.mu.Unlock()
+
+	var err error
+	if e.ctr != nil {
+		err = e.launchContainer(s, key, spec)
+	} else {
+		err = e.launchPlain(s, spec)
+	}
+	if err != nil {
+		e.forget(key, s)
+		return nil, err
+	}
+	return s, nil
+}
+
+// forget drops a step from the active table.
+func (e *Executor) forget(key string, s *Step) {
+	e.mu.Lock()
+	if e.active[key] == s {
+		delete(e.active, key)
+	}
+	e.mu.Unlock()
+}
+
+func checkSpec(spec *StepSpec) error {
+	if spec.ID == "" {
+		return errors.New("exec: step ID is empty")
+	}
+	if len(spec.Argv) == 0 || !filepath.IsAbs(spec.Argv[0]) {
+		return fmt.Errorf("exec: step %s: the command must start with an absolute path, got %q", spec.ID, spec.Argv)
+	}
+	for _, p := range []string{spec.Stdout, spec.Stderr} {
+		if p != "" && !filepath.IsAbs(p) {
+			return fmt.Errorf("exec: step %s: output path %q is not absolute", spec.ID, p)
+		}
+	}
+	if spec.WorkDir != "" && !filepath.IsAbs(spec.WorkDir) {
+		return fmt.Errorf("exec: step %s: working directory %q is not absolute", spec.ID, spec.WorkDir)
+	}
+	if spec.CPUs < 0 || spec.MemMB < 0 {
+		return fmt.Errorf("exec: step %s: negative limits (cpus %d, memory %d MB)", spec.ID, spec.CPUs, spec.MemMB)
+	}
+	return nil
+}
+
+// sanitizeID makes a step ID usable as a container ID and a cgroup name.
+func sanitizeID(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '+', c == '-', c == '.':
+		default:
+			b[i] = '_'
+		}
+	}
+	s := string(b)
+	if s == "." || s == ".." {
+		s = "_" + s
+	}
+	return s
+}
+
+// UserGroups returns the groups of the user with this uid according to the
+// system's user and group databases (its primary group included).
+func UserGroups(uid uint32) ([]uint32, error) {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return nil, err
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("groups of user %s: %w", u.Username, err)
+	}
+	out := make([]uint32, 0, len(ids))
+	for _, s := range ids {
+		g, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			continue
+		}
+		out = append(out, uint32(g))
+	}
+	return out, nil
+}
+
+// groupsFor returns spec.Groups, or the user's groups, or just the primary
+// group when the user is unknown to the system.
+func groupsFor(spec *StepSpec) []uint32 {
+	if spec.Groups != nil {
+		return spec.Groups
+	}
+	if g, err := UserGroups(spec.UID); err == nil && len(g) > 0 {
+		return g
+	}
+	return []uint32{spec.GID}
+}
+
+// Step is a running (or ended) step.
+type Step struct {
+	id    string
+	pid   int
+	start time.Time
+	sig   signaller
+
+	done chan struct{}
+	res  Result
+}
+
+// signaller delivers signals to the processes of a step.
+type signaller interface {
+	// signal sends sig to every process of the step.
+	signal(sig syscall.Signal) error
+	// kill ends every process of the step at once.
+	kill() error
+}
+
+func newStep(id string) *Step { return &Step{id: id, done: make(chan struct{})} }
+
+// Pid is the host pid of the step's process.
+func (s *Step) Pid() int { return s.pid }
+
+// ID is the step's ID as given in its StepSpec.
+func (s *Step) ID() string { return s.id }
+
+// Signal sends sig to every process of the step. After the step's process
+// has ended it returns ErrStepEnded.
+func (s *Step) Signal(sig syscall.Signal) error {
+	select {
+	case <-s.done:
+		return ErrStepEnded
+	default:
+	}
+	return s.sig.signal(sig)
+}
+
+// Kill asks every process of the step to stop (SIGCONT and SIGTERM) and
+// kills whatever is left after grace (Slurm's KillWait). It returns at once.
+func (s *Step) Kill(grace time.Duration) {
+	go func() {
+		if s.Signal(syscall.SIGCONT) == ErrStepEnded {
+			return
+		}
+		_ = s.Signal(syscall.SIGTERM)
+		if grace > 0 {
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+		}
+		select {
+		case <-s.done:
+		default:
+			_ = s.sig.kill()
+		}
+	}()
+}
+
+// Wait blocks until the step has ended and everything of it is cleaned up.
+// It may be called any number of times, from any goroutine.
+func (s *Step) Wait() Result {
+	<-s.done
+	return s.res
+}
+
+// Done is closed when the step has ended and been cleaned up.
+func (s *Step) Done() <-chan struct{} { return s.done }
+
+// finish records the result and releases waiters.
+func (s *Step) finish(r Result) {
+	s.res = r
+	close(s.done)
+}
+
+// exitResult turns a wait status into a Result.
+func exitResult(ps *os.ProcessState) Result {
+	var r Result
+	if ps == nil {
+		return r
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok {
+		r.ExitCode = ps.ExitCode()
+		return r
+	}
+	if ws.Signaled() {
+		r.Signal = int(ws.Signal())
+	} else {
+		r.ExitCode = ws.ExitStatus()
+	}
+	return r
+}
