@@ -378,6 +378,75 @@ func TestLabEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("LeaderDiesMidJob", func(t *testing.T) {
+		l := l.with(t)
+		// One job per node, each taking the whole node.
+		var ids []uint64
+		for i := 0; i < 3; i++ {
+			ids = append(ids, l.submit(0, rootDir, "-n", "2", "--wrap", "sleep 4; echo finished"))
+		}
+		where := map[uint64]string{}
+		for _, id := range ids {
+			l.waitState(id, "R")
+			out, _, _ := l.run(0, top, "queue", "-h", "-j", fmt.Sprint(id), "-o", "%N")
+			where[id] = strings.TrimSpace(out)
+		}
+		out, _, _ := l.run(0, top, "status")
+		m := regexp.MustCompile(`Leader:\s+(node\d)\s+term (\d+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no leader in status:\n%s", out)
+		}
+		leader := m[1]
+		pid, err := os.ReadFile(filepath.Join(l.dir, leader, "hpc.pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
+		if err := syscall.Kill(p, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// The survivors elect a new leader; jobs on surviving nodes finish
+		// and are accounted; the job on the dead node ends NODE_FAIL.
+		for _, id := range ids {
+			if where[id] == leader {
+				l.waitState(id, "NF")
+			} else {
+				l.waitState(id, "CD")
+				if row := l.acctRow(id); !strings.Contains(row, "|COMPLETED|0:0|") {
+					t.Errorf("job %d on %s: acct %q", id, where[id], row)
+				}
+			}
+		}
+		out, _, _ = l.run(0, top, "status")
+		if m2 := regexp.MustCompile(`Leader:\s+(node\d)`).FindStringSubmatch(out); m2 == nil || m2[1] == leader {
+			t.Fatalf("no new leader after killing %s:\n%s", leader, out)
+		}
+		out, _, _ = l.run(0, top, "nodes", "-N", "-h")
+		if !regexp.MustCompile(leader + `\s.*down`).MatchString(out) {
+			t.Errorf("%s not shown down:\n%s", leader, out)
+		}
+		// `hpc up` brings back only the node that stopped; it rejoins.
+		out, errs, code := l.run(0, top, "up", "--dir", l.dir)
+		if code != 0 || !strings.Contains(out, "restarting "+leader) {
+			t.Fatalf("up after a node died: %d %s %s", code, out, errs)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, _, _ = l.run(0, top, "nodes", "-h", "-p", "debug")
+			if strings.Contains(out, "3   idle node[1-3]") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("nodes after restart:\n%s", out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// Work still flows through the cluster.
+		if out, errs, code := l.run(0, rootDir, "submit", "--wait", "-N", "3", "--wrap", "true"); code != 0 {
+			t.Fatalf("3-node job after restart: %d %s %s", code, out, errs)
+		}
+	})
+
 	t.Run("Down", func(t *testing.T) {
 		l := l.with(t)
 		out, _, code := l.run(0, top, "down", "--dir", l.dir)
@@ -388,4 +457,55 @@ func TestLabEndToEnd(t *testing.T) {
 			t.Fatal("down without --purge must keep state")
 		}
 	})
+}
+
+// Without root the lab still works: steps run as plain processes of the
+// user, and the status says so.
+func TestLabUnprivileged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real 3-node cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become an unprivileged user")
+	}
+	top, err := os.MkdirTemp("", "hpc-lab-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	os.Chmod(top, 0o755)
+	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
+	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	home := filepath.Join(top, "home")
+	os.Mkdir(home, 0o755)
+	os.Chown(home, nobody, nobody)
+	text, _ := config.Lab(2)
+	text = strings.ReplaceAll(text, "127.0.1.", "127.0.78.") + "\nHpcApiPort=27917\nHpcRaftPort=27918\nHpcGossipPort=27919\n"
+	conf := filepath.Join(home, "lab.conf")
+	os.WriteFile(conf, []byte(text), 0o644)
+	l.dir = filepath.Join(home, "lab")
+
+	out, errs, code := l.run(nobody, home, "up", "--dir", l.dir, "--config", conf)
+	t.Cleanup(func() { l.run(nobody, home, "down", "--dir", l.dir) })
+	if code != 0 {
+		t.Fatalf("up as nobody: %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "not running as root") {
+		t.Errorf("up does not say steps run as plain processes:\n%s", out)
+	}
+	out, _, _ = l.run(nobody, home, "status")
+	if !strings.Contains(out, "Steps:    plain processes") {
+		t.Errorf("status does not say plain processes:\n%s", out)
+	}
+	out, errs, code = l.run(nobody, home, "submit", "--wait", "--wrap", "echo uid=$(id -u) node=$SLURMD_NODENAME")
+	m := submittedRE.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("submit: %d %q %q", code, out, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(home, "slurm-"+m[1]+".out"))
+	if err != nil || !strings.Contains(string(b), fmt.Sprintf("uid=%d node=node", nobody)) {
+		t.Fatalf("output %q %v", b, err)
+	}
 }

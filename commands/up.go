@@ -85,17 +85,6 @@ func runUp(c *cli.Context) error {
 	}
 	dir, _ = filepath.Abs(dir)
 	l := lab{dir: dir}
-	var up []string
-	for _, n := range l.nodes() {
-		if _, ok := l.running(n); ok {
-			up = append(up, n)
-		}
-	}
-	if len(up) > 0 {
-		fmt.Printf("The lab in %s is already up (nodes running: %s).\n", dir, strings.Join(up, " "))
-		fmt.Println("Use `hpc status` to look at it, `hpc down` to stop it.")
-		return nil
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return cli.Exit("hpc: error: "+err.Error(), 1)
 	}
@@ -111,6 +100,7 @@ func runUp(c *cli.Context) error {
 		return cli.Exit("hpc: error: "+err.Error(), 1)
 	}
 	names := make([]string, 0, len(cfg.Nodes))
+	var already []string
 	if join := c.String("join"); join != "" {
 		name := c.String("name")
 		if name == "" {
@@ -125,11 +115,29 @@ func runUp(c *cli.Context) error {
 			names = append(names, n.Name)
 		}
 	}
+	// Nodes whose daemon runs are left alone: a second `hpc up` says the
+	// lab is up, or restarts only the nodes that have stopped.
+	var missing []string
+	for _, n := range names {
+		if _, ok := l.running(n); ok {
+			already = append(already, n)
+		} else {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		fmt.Printf("The lab in %s is already up (nodes running: %s).\n", dir, strings.Join(already, " "))
+		fmt.Println("Use `hpc status` to look at it, `hpc down` to stop it.")
+		return nil
+	}
+	if len(already) > 0 {
+		fmt.Printf("Already running: %s; restarting %s.\n", strings.Join(already, " "), strings.Join(missing, " "))
+	}
 	if os.Geteuid() != 0 {
 		fmt.Println("Note: not running as root, so job steps run as plain processes of your user, without cgroup limits.")
 	}
-	fmt.Printf("Starting %d node(s) in %s ...\n", len(names), dir)
-	for _, name := range names {
+	fmt.Printf("Starting %d node(s) in %s ...\n", len(missing), dir)
+	for _, name := range missing {
 		if err := startDaemon(l, exe, name, c.String("join"), c.Bool("plain")); err != nil {
 			return cli.Exit("hpc: error: "+err.Error(), 1)
 		}
