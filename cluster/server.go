@@ -35,6 +35,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("GET /api/acct", d.leaderRoute(d.handleAcct))
 	mux.HandleFunc("GET /api/wait", d.leaderRoute(d.handleWait))
 	mux.HandleFunc("GET /api/status", d.handleStatus)
+	mux.HandleFunc("GET /api/config", d.handleConfig)
 	mux.HandleFunc("POST /internal/launch", d.nodeRoute(d.handleLaunch))
 	mux.HandleFunc("POST /internal/signal", d.nodeRoute(d.handleSignal))
 	mux.HandleFunc("POST /internal/job-end", d.nodeRoute(d.leaderRoute(d.handleJobEnd)))
@@ -425,4 +426,13 @@ func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id Identit
 		return
 	}
 	writeJSON(w, struct{}{})
+}
+
+// handleConfig returns the cluster's parsed config (scontrol show config).
+func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
+	if _, ok := identityFrom(r.Context()); !ok {
+		writeErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
+		return
+	}
+	writeJSON(w, d.cfg)
 }

@@ -155,3 +155,9 @@ func (c *Client) Wait(ctx context.Context, id uint64) (*Job, error) {
 		}
 	}
 }
+
+// Config fetches the cluster's config as JSON, decoded into out (a
+// *config.Config: the api package does not import config).
+func (c *Client) Config(ctx context.Context, out any) error {
+	return c.do(ctx, http.MethodGet, "/api/config", nil, out)
+}
