@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+	"hpc/exec"
+)
+
+func TestMain(m *testing.M) {
+	exec.InitIfChild()
+	os.Exit(m.Run())
+}
+
+// startOne starts a real one-node cluster (Raft, gossip, API, plain-process
+// agent) on a loopback address of its own.
+func startOne(t *testing.T) (*Daemon, *api.Client) {
+	t.Helper()
+	text, err := config.Lab(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = strings.ReplaceAll(text, "127.0.1.", "127.0.66.") + "\nHpcApiPort=26817\nHpcRaftPort=26818\nHpcGossipPort=26819\n"
+	cfg, err := config.Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d, err := Start(Options{
+		Name: "node1", Config: cfg, Dir: dir, Key: []byte("0123456789abcdef0123456789abcdef"),
+		Socket: filepath.Join(dir, "s"), ForcePlain: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Shutdown)
+	cl := api.NewClient(filepath.Join(dir, "s"))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := cl.Nodes(context.Background())
+		if err == nil && resp.Nodes[0].State == api.NodeIdle {
+			return d, cl
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node never came up: %v %+v", err, resp)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestDaemonSurvivesGarbage(t *testing.T) {
+	d, cl := startOne(t)
+	addr := d.addr(d.cfg.APIPort)
+
+	// Raw bytes that are not HTTP at all.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("\x00\x01\x02 this is not http\r\n\r\n"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	io.ReadAll(c)
+	c.Close()
+
+	// Well-formed HTTP without the cluster key's signature: refused.
+	resp, err := http.Post("http://"+addr+"/api/submit", "application/json", strings.NewReader(`{"spec":{"script":"#!/bin/sh\ntrue\n","work_dir":"/tmp"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unsigned submit over TCP: %s", resp.Status)
+	}
+	// A signed node request cannot pose as a user request either.
+	body := []byte(`{"job_id":1}`)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/cancel", bytes.NewReader(body))
+	sign([]byte("some other cluster's key, 32 by!"), req, Identity{UID: 0}, body)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("request signed with another key: %s", resp.Status)
+		}
+	}
+
+	// Garbage JSON from a local client: a clear error, nothing committed.
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", cl.Socket)
+	}}}
+	resp, err = hc.Post("http://x/api/submit", "application/json", strings.NewReader("{{{ not json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), api.ErrUnexpectedMessage) {
+		t.Errorf("garbage submit: %s %s", resp.Status, b)
+	}
+	if jobs, err := cl.Jobs(context.Background()); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs after garbage: %v %v", jobs, err)
+	}
+
+	// The node still works: a real job runs to completion.
+	id, err := cl.Submit(context.Background(), api.JobSpec{Script: "#!/bin/sh\nexit 0\n", WorkDir: t.TempDir()})
+	if err != nil || id != 1 {
+		t.Fatalf("submit after garbage: %d %v", id, err)
+	}
+	j, err := cl.Wait(context.Background(), id)
+	if err != nil || j.State != api.StateCompleted {
+		t.Fatalf("job: %+v %v", j, err)
+	}
+	_, err = cl.Submit(context.Background(), api.JobSpec{Partition: "nosuch", Script: "#!/bin/sh\n", WorkDir: "/tmp"})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Message != api.ErrInvalidPartition {
+		t.Errorf("unknown partition: %v", err)
+	}
+}

@@ -1,0 +1,220 @@
+package cluster
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"hpc/accounting"
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+)
+
+func testConfig(t *testing.T) *config.Config {
+	t.Helper()
+	text, err := config.Lab(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func testFSM(t *testing.T, cfg *config.Config) (*FSM, *accounting.Store) {
+	t.Helper()
+	st, err := accounting.Open(filepath.Join(t.TempDir(), "acct.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return newFSM(cfg, st, slog.New(slog.NewTextHandler(io.Discard, nil))), st
+}
+
+// testLog is a log of commands covering every op: submits, a start, an end,
+// a cancel of a pending job and of a running one, and a node failure.
+func testLog() []command {
+	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	spec := api.JobSpec{Name: "wrap", Partition: "debug", Script: "#!/bin/sh\ntrue\n", WorkDir: "/tmp"}
+	job := func() *api.Job {
+		return &api.Job{Spec: spec, UID: 1000, GID: 1000, User: "ann", Group: "ann", Account: "ann"}
+	}
+	alloc := func(n string) []api.NodeAlloc { return []api.NodeAlloc{{Node: n, CPUs: 1, MemMB: 1000}} }
+	return []command{
+		{Op: opNodeState, Time: t0, Node: "node1", State: "UP"},
+		{Op: opNodeState, Time: t0, Node: "node2", State: "UP"},
+		{Op: opSubmit, Time: t0, Job: job()},
+		{Op: opSubmit, Time: t0.Add(time.Second), Job: job()},
+		{Op: opSubmit, Time: t0.Add(2 * time.Second), Job: job()},
+		{Op: opSubmit, Time: t0.Add(3 * time.Second), Job: job()},
+		{Op: opStart, Time: t0.Add(4 * time.Second), Starts: []jobStart{
+			{JobID: 1, Alloc: alloc("node1"), StdOut: "/tmp/slurm-1.out", StdErr: "/tmp/slurm-1.out"},
+			{JobID: 2, Alloc: alloc("node2"), StdOut: "/tmp/slurm-2.out", StdErr: "/tmp/slurm-2.out"},
+			{JobID: 4, Alloc: alloc("node1"), StdOut: "/tmp/slurm-4.out", StdErr: "/tmp/slurm-4.out"},
+		}},
+		{Op: opReasons, Time: t0.Add(4 * time.Second), Reason: map[uint64]string{3: "Resources"}},
+		{Op: opEnd, Time: t0.Add(9 * time.Second), End: &jobEnd{JobID: 1, Node: "node1", ExitCode: 3}},
+		{Op: opCancel, Time: t0.Add(10 * time.Second), JobID: 3, UID: 1000},
+		{Op: opCancel, Time: t0.Add(11 * time.Second), JobID: 4, UID: 0},
+		{Op: opEnd, Time: t0.Add(12 * time.Second), End: &jobEnd{JobID: 4, Node: "node1", Signal: 15}},
+		{Op: opNodeState, Time: t0.Add(13 * time.Second), Node: "node2", State: "DOWN", Why: "Not responding"},
+	}
+}
+
+func applyAll(t *testing.T, f *FSM, cmds []command, from uint64) []any {
+	t.Helper()
+	var out []any
+	for i, c := range cmds {
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f.Apply(&raft.Log{Index: from + uint64(i), Data: data}))
+	}
+	return out
+}
+
+func acctDump(t *testing.T, st *accounting.Store) []accounting.Row {
+	t.Helper()
+	rows, err := st.Query(accounting.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		// Times come back in local time; compare instants.
+		j := &rows[i].Job
+		j.Submit, j.Start, j.End = j.Submit.UTC(), j.Start.UTC(), j.End.UTC()
+		if s := rows[i].Step; s != nil {
+			s.Start, s.End = s.Start.UTC(), s.End.UTC()
+		}
+	}
+	return rows
+}
+
+func TestFSMStatesAndAccounting(t *testing.T) {
+	cfg := testConfig(t)
+	f, st := testFSM(t, cfg)
+	res := applyAll(t, f, testLog(), 1)
+	if r := res[2].(applyResult); r.JobID != 1 || r.Err != nil {
+		t.Fatalf("first submit: %+v", r)
+	}
+	want := map[uint64]api.JobState{1: api.StateFailed, 2: api.StateNodeFail, 3: api.StateCancelled, 4: api.StateCancelled}
+	for id, s := range want {
+		j, _ := f.job(id)
+		if j.State != s {
+			t.Errorf("job %d: %s, want %s", id, j.State, s)
+		}
+	}
+	if j, _ := f.job(1); j.ExitCode != 3 {
+		t.Errorf("exit code %d", j.ExitCode)
+	}
+	if j, _ := f.job(3); !j.StartTime.IsZero() || j.CancelledBy != 1000 {
+		t.Errorf("pending cancel: %+v", j)
+	}
+	rows := acctDump(t, st)
+	var got []string
+	for _, r := range rows {
+		name := r.Job.State
+		if r.Step != nil {
+			name = r.Step.Step + ":" + r.Step.State
+		}
+		got = append(got, name)
+	}
+	wantRows := []string{"FAILED", "batch:FAILED", "NODE_FAIL", "batch:CANCELLED", "CANCELLED", "CANCELLED", "batch:CANCELLED"}
+	if !reflect.DeepEqual(got, wantRows) {
+		t.Errorf("accounting rows %v, want %v", got, wantRows)
+	}
+	if rows[4].Job.CancelledBy == nil || *rows[4].Job.CancelledBy != 1000 {
+		t.Errorf("cancelled-by not recorded: %+v", rows[4].Job)
+	}
+}
+
+// Every controller applies the same log and writes the same accounting
+// rows; a restarted controller (fresh memory, same SQLite file) replays the
+// log over its store and the rows stay as they were.
+func TestFSMDeterministicAndReplayable(t *testing.T) {
+	cfg := testConfig(t)
+	log := testLog()
+	a, sa := testFSM(t, cfg)
+	applyAll(t, a, log, 1)
+	b, sb := testFSM(t, cfg)
+	applyAll(t, b, log, 1)
+	before := acctDump(t, sa)
+	if !reflect.DeepEqual(before, acctDump(t, sb)) {
+		t.Fatal("two controllers applying one log wrote different accounting rows")
+	}
+	restarted := newFSM(cfg, sa, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	applyAll(t, restarted, log, 1)
+	if !reflect.DeepEqual(before, acctDump(t, sa)) {
+		t.Error("replaying the log changed the accounting rows")
+	}
+	for id := uint64(1); id <= 4; id++ {
+		ja, _ := a.job(id)
+		jr, _ := restarted.job(id)
+		if !reflect.DeepEqual(ja, jr) {
+			t.Errorf("job %d differs after replay", id)
+		}
+	}
+}
+
+func TestFSMSnapshotRestore(t *testing.T) {
+	cfg := testConfig(t)
+	a, _ := testFSM(t, cfg)
+	applyAll(t, a, testLog(), 1)
+	snap, err := a.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	b, sb := testFSM(t, cfg)
+	if err := b.Restore(io.NopCloser(strings.NewReader(sink.String()))); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= 4; id++ {
+		ja, _ := a.job(id)
+		jb, _ := b.job(id)
+		if !reflect.DeepEqual(ja, jb) {
+			t.Errorf("job %d differs after restore:\n%+v\n%+v", id, ja, jb)
+		}
+	}
+	if rows := acctDump(t, sb); len(rows) != 7 {
+		t.Errorf("restored accounting has %d rows, want 7", len(rows))
+	}
+	if err := b.Restore(io.NopCloser(strings.NewReader("not json"))); err == nil {
+		t.Error("a corrupt snapshot restored without error")
+	}
+}
+
+func TestFSMRejectsGarbage(t *testing.T) {
+	f, _ := testFSM(t, testConfig(t))
+	r := f.Apply(&raft.Log{Index: 1, Data: []byte("\x00garbage")}).(applyResult)
+	if r.Err == nil {
+		t.Error("undecodable entry accepted")
+	}
+	r = f.Apply(&raft.Log{Index: 2, Data: []byte(`{"op":"explode"}`)}).(applyResult)
+	if r.Err == nil {
+		t.Error("unknown op accepted")
+	}
+	r = applyAll(t, f, []command{{Op: opCancel, JobID: 99}}, 3)[0].(applyResult)
+	if r.Err == nil || r.Err.Error() != api.ErrInvalidJobID {
+		t.Errorf("cancel of unknown job: %v", r.Err)
+	}
+}
+
+type memSink struct{ strings.Builder }
+
+func (m *memSink) ID() string    { return "mem" }
+func (m *memSink) Cancel() error { return nil }
+func (m *memSink) Close() error  { return nil }
