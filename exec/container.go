@@ -4,11 +4,14 @@ package exec
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,18 +49,17 @@ const (
 type containerRuntime struct {
 	log      *slog.Logger
 	node     string
-	stateDir string
 	mnt      string // an unbindable mount holding rootfs
 	rootfs   string // the prepared bind of /
 	ctrRoot  string // libcontainer's state root
-	cgParent string // /hpc/<node>
+	cgParent string // /hpc/<node>-<hash of the state directory>
 	v2       bool
 	memsw    bool              // v1: memory.memsw.* exists (swap accounting)
 	cgPaths  map[string]string // the node's cgroup parent, per controller
 	devRules []*devconfig.Rule
 }
 
-func newContainerRuntime(stateDir, node string, log *slog.Logger) (*containerRuntime, error) {
+func newContainerRuntime(stateDir, node string, log *slog.Logger) (_ *containerRuntime, retErr error) {
 	stateDir, err := filepath.Abs(stateDir)
 	if err != nil {
 		return nil, err
@@ -65,30 +67,32 @@ func newContainerRuntime(stateDir, node string, log *slog.Logger) (*containerRun
 	r := &containerRuntime{
 		log:      log,
 		node:     node,
-		stateDir: stateDir,
 		mnt:      filepath.Join(stateDir, "mnt"),
 		ctrRoot:  filepath.Join(stateDir, "containers"),
-		cgParent: cgroupParent + "/" + sanitizeID(node),
+		cgParent: cgroupParent + "/" + nodeCgroup(node, stateDir),
 		v2:       cgroups.IsCgroup2UnifiedMode(),
 		devRules: deviceRules(),
 	}
+	defer func() {
+		if retErr != nil {
+			r.removeCgroupParent()
+		}
+	}()
 	if err := r.probeCgroups(); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(r.ctrRoot, 0o700); err != nil {
 		return nil, err
 	}
-	// libcontainer's init and exec processes are grandchildren (nsexec forks
-	// twice); waiting for them needs this process to be their reaper.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
-	}
 	r.removeLeftovers()
 	if r.rootfs, err = prepareRootfs(r.mnt); err != nil {
 		return nil, fmt.Errorf("prepare the containers' root file system: %w", err)
+	}
+	// libcontainer's init and exec processes are grandchildren (nsexec forks
+	// twice); waiting for them needs this process to be their reaper.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		teardownRootfs(r.mnt)
+		return nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
 	}
 	return r, nil
 }
@@ -107,10 +111,10 @@ func (r *containerRuntime) probeCgroups() error {
 	if err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
+	r.cgPaths = m.GetPaths()
 	if err := m.Apply(-1); err != nil {
 		return fmt.Errorf("cannot create cgroup %s: %w", r.cgParent, err)
 	}
-	r.cgPaths = m.GetPaths()
 	if r.v2 {
 		dir := m.Path("")
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
@@ -119,7 +123,7 @@ func (r *containerRuntime) probeCgroups() error {
 		}
 		have := strings.Fields(string(b))
 		for _, c := range []string{"memory", "cpu", "pids"} {
-			if !contains(have, c) {
+			if !slices.Contains(have, c) {
 				return fmt.Errorf("cgroup v2 controller %q is not available in %s", c, dir)
 			}
 		}
@@ -134,25 +138,21 @@ func (r *containerRuntime) probeCgroups() error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // close undoes the root file system bind and removes the node's cgroup
 // parent (if no step is left in it).
 func (r *containerRuntime) close() error {
 	err := teardownRootfs(r.mnt)
+	r.removeCgroupParent()
+	os.Remove(r.ctrRoot)
+	return err
+}
+
+// removeCgroupParent removes /hpc/<node> (and /hpc) where they are empty.
+func (r *containerRuntime) removeCgroupParent() {
 	for _, p := range r.cgPaths {
 		_ = unix.Rmdir(p)
 		_ = unix.Rmdir(filepath.Dir(p)) // /hpc, when no other node uses it
 	}
-	os.Remove(r.ctrRoot)
-	return err
 }
 
 // removeLeftovers destroys the containers a previous executor left in the
@@ -186,12 +186,27 @@ func (r *containerRuntime) removeLeftovers() {
 			r.log.Warn("cannot remove a container left by a previous executor", "container", id, "err", err)
 		}
 	}
-	// Cgroups of steps that have no container any more.
+	// Cgroups of steps that have no container any more, with whatever still
+	// runs in them.
 	for _, p := range r.cgPaths {
 		subs, _ := os.ReadDir(p)
 		for _, s := range subs {
-			if s.IsDir() {
-				_ = cgroups.RemovePath(filepath.Join(p, s.Name()))
+			if !s.IsDir() {
+				continue
+			}
+			dir := filepath.Join(p, s.Name())
+			for i := 0; i < 100; i++ {
+				pids, _ := cgroups.GetAllPids(dir)
+				if len(pids) == 0 {
+					break
+				}
+				for _, pid := range pids {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := cgroups.RemovePath(dir); err != nil {
+				r.log.Warn("cannot remove a step cgroup left by a previous executor", "cgroup", dir, "err", err)
 			}
 		}
 	}
@@ -433,6 +448,15 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		Capabilities:     capsFor(spec.UID),
 		NoNewPrivileges:  &nnp,
 	}
+	if !ownedBy(io.stdout, spec.UID) || !ownedBy(io.stderr, spec.UID) {
+		// libcontainer would chown the step's stdout and stderr to the user
+		// (fixStdioPermissions): a file the user may write but does not
+		// own (a group-writable one, or a user's file in a root job) is
+		// handed over as fds 3 and 4 instead, and a shell puts it in place.
+		task.Args = append([]string{"/bin/sh", "-c", `exec "$@" >&3 2>&4 3>&- 4>&-`, "hpc-step"}, spec.Argv...)
+		task.ExtraFiles = []*os.File{io.stdout, io.stderr}
+		task.Stdout, task.Stderr = nil, nil
+	}
 	if err := c.Run(task); err != nil {
 		stop()
 		_ = c.Destroy()
@@ -466,6 +490,18 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 	return nil
 }
 
+// ownedBy reports whether f is owned by uid (or is /dev/null).
+func ownedBy(f *os.File, uid uint32) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3 {
+		return true
+	}
+	return st.Uid == uid
+}
+
 // readOOMKills reads the oom_kill counter of a step's memory cgroup
 // (v1: memory.oom_control, v2: memory.events).
 func readOOMKills(paths map[string]string, v2 bool) (uint64, error) {
@@ -494,4 +530,12 @@ func readOOMKills(paths map[string]string, v2 bool) (uint64, error) {
 		return 0, err
 	}
 	return 0, fmt.Errorf("%s has no oom_kill counter", file)
+}
+
+// nodeCgroup names a node's cgroup parent. Several labs on one machine may
+// each have a node1: the state directory's hash keeps their cgroups (and
+// the crash clean-up New does in them) apart.
+func nodeCgroup(node, stateDir string) string {
+	sum := sha256.Sum256([]byte(stateDir))
+	return sanitizeID(node) + "-" + hex.EncodeToString(sum[:4])
 }

@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -172,7 +173,11 @@ func (e *Executor) Close() error {
 
 // Launch starts a step and returns once its process runs. An error means
 // nothing of the step is left: no process, container, cgroup, or output file
-// that Launch created.
+// that Launch created. Errors users should see read like slurmstepd's
+// ("open /x/out: permission denied", "execve(): /x: Permission denied").
+// In container mode a command that passes those checks but still cannot be
+// executed (not a valid program, say) makes the step end with exit code 255
+// and the reason on its stderr; in plain mode Launch returns that error.
 func (e *Executor) Launch(spec StepSpec) (*Step, error) {
 	if err := checkSpec(&spec); err != nil {
 		return nil, err
@@ -228,6 +233,11 @@ func checkSpec(spec *StepSpec) error {
 	}
 	if spec.WorkDir != "" && !filepath.IsAbs(spec.WorkDir) {
 		return fmt.Errorf("exec: step %s: working directory %q is not absolute", spec.ID, spec.WorkDir)
+	}
+	for _, kv := range spec.Env {
+		if i := strings.IndexByte(kv, '='); i <= 0 || strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("exec: step %s: invalid environment entry %q", spec.ID, kv)
+		}
 	}
 	if spec.CPUs < 0 || spec.MemMB < 0 {
 		return fmt.Errorf("exec: step %s: negative limits (cpus %d, memory %d MB)", spec.ID, spec.CPUs, spec.MemMB)

@@ -399,10 +399,47 @@ func TestOutputNotWritable(t *testing.T) {
 	})
 }
 
+// Output files the user may write but does not own keep their owner.
+func TestForeignOutputFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	modes(t, func(t *testing.T, e *Executor) {
+		dir := userDir(t, testBase(t), "u", nobody)
+		shared := filepath.Join(dir, "shared.log")
+		if err := os.WriteFile(shared, []byte("root was here\n"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(shared, 0o666)
+		r := launch(t, e, StepSpec{ID: "15.batch", Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 4"},
+			UID: nobody, GID: nobody, Stdout: shared, Stderr: shared}).Wait()
+		if got := readFile(t, shared); got != "root was here\nout\nerr\n" || r.ExitCode != 4 {
+			t.Errorf("output %q (%+v)", got, r)
+		}
+		if o := owner(t, shared); o != 0 {
+			t.Errorf("the shared file now belongs to %d", o)
+		}
+		// A root job writing to a user's file.
+		mine := filepath.Join(dir, "mine.log")
+		if err := os.WriteFile(mine, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(mine, nobody, nobody)
+		launch(t, e, StepSpec{ID: "16.batch", Argv: []string{"/bin/sh", "-c", "echo root"}, Stdout: mine}).Wait()
+		if got := readFile(t, mine); got != "root\n" || owner(t, mine) != nobody {
+			t.Errorf("user's file: %q, owner %d", got, owner(t, mine))
+		}
+	})
+}
+
 func TestLaunchErrors(t *testing.T) {
 	modes(t, func(t *testing.T, e *Executor) {
 		dir := userDir(t, testBase(t), "u", nobody)
 		out := filepath.Join(dir, "o")
+		garbage := filepath.Join(dir, "garbage")
+		if err := os.WriteFile(garbage, []byte{0, 1, 2, 3}, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range []struct {
 			name string
 			spec StepSpec
@@ -412,8 +449,13 @@ func TestLaunchErrors(t *testing.T) {
 			{"missing command", StepSpec{ID: "b", Argv: []string{"/no/such/program"}, Stdout: out}, "execve(): /no/such/program: No such file or directory"},
 			{"relative output", StepSpec{ID: "c", Argv: []string{"/bin/true"}, Stdout: "x.out"}, "not absolute"},
 			{"no id", StepSpec{Argv: []string{"/bin/true"}}, "step ID is empty"},
+			{"a directory", StepSpec{ID: "d", Argv: []string{dir}, Stdout: out}, dir}, // fails after the container exists
+			{"bad environment", StepSpec{ID: "e", Argv: []string{"/bin/true"}, Env: []string{"A=1", "B"}, Stdout: out}, `invalid environment entry "B"`},
 		} {
-			c.spec.UID, c.spec.GID, c.spec.Env = nobody, nobody, env
+			c.spec.UID, c.spec.GID = nobody, nobody
+			if c.spec.Env == nil {
+				c.spec.Env = env
+			}
 			_, err := e.Launch(c.spec)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: error %v, want %q", c.name, err, c.want)
@@ -422,8 +464,24 @@ func TestLaunchErrors(t *testing.T) {
 		if _, err := os.Lstat(out); err == nil {
 			t.Errorf("%s was left behind", out)
 		}
+		checkNoLeftovers(t, e)
+		// A file that is not a program: plain mode learns it from execve
+		// at once; in a container the step fails with the reason on its
+		// stderr and exit code 255.
+		s, err := e.Launch(StepSpec{ID: "f", Argv: []string{garbage}, Env: env, UID: nobody, GID: nobody, Stdout: out, Stderr: out})
+		if e.Containers() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := s.Wait(); r.ExitCode != 255 || !strings.Contains(readFile(t, out), "exec format error") {
+				t.Errorf("not a program: %+v, stderr %q", r, readFile(t, out))
+			}
+			os.Remove(out)
+		} else if err == nil || !strings.Contains(err.Error(), "exec format error") {
+			t.Errorf("not a program: %v", err)
+		}
 		// Duplicate IDs.
-		s := launch(t, e, StepSpec{ID: "12.batch", UID: nobody, GID: nobody, Stdout: out,
+		s = launch(t, e, StepSpec{ID: "12.batch", UID: nobody, GID: nobody, Stdout: out,
 			Argv: []string{"/bin/sh", "-c", "echo up; exec sleep 1000"}})
 		waitForFile(t, out, "up", s)
 		if _, err := e.Launch(StepSpec{ID: "12.batch", Argv: []string{"/bin/true"}, Env: env, UID: nobody, GID: nobody}); err == nil || !strings.Contains(err.Error(), "already running") {
@@ -623,9 +681,10 @@ func mustGlob(t testing.TB, pattern string) []string {
 	return m
 }
 
-// cgroupDirs lists the node's cgroup parent in every hierarchy.
-func cgroupDirs(t testing.TB, node string) []string {
-	return append(mustGlob(t, "/sys/fs/cgroup/*/hpc/"+node), mustGlob(t, "/sys/fs/cgroup/hpc/"+node)...)
+// cgroupDirs lists a node's cgroup parent (a path under /hpc) in every
+// hierarchy.
+func cgroupDirs(t testing.TB, parent string) []string {
+	return append(mustGlob(t, "/sys/fs/cgroup/*"+parent), mustGlob(t, "/sys/fs/cgroup"+parent)...)
 }
 
 // checkNoLeftovers: no step cgroup, no container state.
@@ -634,7 +693,7 @@ func checkNoLeftovers(t testing.TB, e *Executor) {
 	if e.ctr == nil {
 		return
 	}
-	for _, d := range cgroupDirs(t, e.node) {
+	for _, d := range cgroupDirs(t, e.ctr.cgParent) {
 		ents, _ := os.ReadDir(d)
 		for _, ent := range ents {
 			if ent.IsDir() {
@@ -682,8 +741,11 @@ func TestNoLeaks(t *testing.T) {
 			spec.Argv = []string{"/bin/sh", "-c", "sleep 1000 & exit 1"}
 		case 2:
 			spec.Argv = []string{"/bin/sh", "-c", "echo up; sleep 1000"}
-		case 3:
-			spec.Argv = []string{"/no/such/program"} // fails to launch
+		case 3: // fails to launch: before the container exists, or half way
+			spec.Argv = []string{"/no/such/program"}
+			if i%8 == 7 {
+				spec.Argv = []string{dir} // passes the access check, fails in the container
+			}
 		}
 		s, err := e.Launch(spec)
 		if i%4 == 3 {
@@ -702,11 +764,14 @@ func TestNoLeaks(t *testing.T) {
 		s.Wait()
 	}
 	checkNoLeftovers(t, e)
-	rootfs := e.ctr.rootfs
+	rootfs, parent := e.ctr.rootfs, e.ctr.cgParent
+	if len(cgroupDirs(t, parent)) == 0 {
+		t.Fatalf("no cgroup parent %s found: the leak check would see nothing", parent)
+	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if d := cgroupDirs(t, "leaknode"); len(d) != 0 {
+	if d := cgroupDirs(t, parent); len(d) != 0 {
 		t.Errorf("node cgroups left after Close: %v", d)
 	}
 	if m, _ := isMountPoint(rootfs); m {
@@ -739,6 +804,24 @@ func TestLeftoversOfACrash(t *testing.T) {
 		Argv: []string{"/bin/sh", "-c", "echo up; sleep 1000"}})
 	waitForFile(t, out, "up", s)
 	procs := stepProcs(t, s)
+	// A step cgroup without a container, with a process in it.
+	stale := filepath.Join(e1.ctr.cgPaths["pids"], "stale")
+	if e1.ctr.v2 {
+		stale = filepath.Join(e1.ctr.cgPaths[""], "stale")
+	}
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sleeper := osexec.Command("/bin/sleep", "1000")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0o644); err != nil {
+		sleeper.Process.Kill()
+		t.Fatal(err)
+	}
+	sleeperDone := make(chan error, 1)
+	go func() { sleeperDone <- sleeper.Wait() }()
 	// e1 "crashes": it is never closed. A new executor takes over.
 	e2, err := New(Options{StateDir: state, NodeName: "crashnode"})
 	if err != nil {
@@ -750,6 +833,15 @@ func TestLeftoversOfACrash(t *testing.T) {
 		t.Errorf("old step: %+v", r)
 	}
 	checkGone(t, procs)
+	select {
+	case <-sleeperDone:
+	case <-time.After(time.Minute):
+		sleeper.Process.Kill()
+		t.Error("the process in a stale step cgroup survived")
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("stale cgroup %s is still there", stale)
+	}
 	checkNoLeftovers(t, e2)
 	if got := countMounts(t, e2.ctr.rootfs); got != 1 {
 		t.Errorf("%d root file system mounts stacked, want 1", got)

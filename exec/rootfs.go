@@ -153,7 +153,9 @@ func hostBinds(skip string) ([]*configs.Mount, error) {
 		return nil, err
 	}
 	for _, m := range mounts {
-		if !pseudoFS[m.fstype] || m.point == skip || strings.HasPrefix(m.point, skip+"/") {
+		// Read-only ones stay read-only in a bind (another executor's
+		// prepared tree, for one).
+		if !pseudoFS[m.fstype] || m.readonly || m.point == skip || strings.HasPrefix(m.point, skip+"/") {
 			continue
 		}
 		first, _, _ := strings.Cut(strings.TrimPrefix(m.point, "/"), "/")
@@ -169,7 +171,10 @@ func hostBinds(skip string) ([]*configs.Mount, error) {
 	return out, nil
 }
 
-type mountEntry struct{ point, fstype string }
+type mountEntry struct {
+	point, fstype string
+	readonly      bool // the mount (not necessarily its file system) is read-only
+}
 
 // mountsUnder lists the mounts at or below dir, from /proc/self/mountinfo.
 func mountsUnder(dir string) ([]mountEntry, error) {
@@ -198,7 +203,11 @@ func mountsUnder(dir string) ([]mountEntry, error) {
 				break
 			}
 		}
-		out = append(out, mountEntry{point: point, fstype: fstype})
+		ro := false
+		for _, o := range strings.Split(fields[5], ",") {
+			ro = ro || o == "ro"
+		}
+		out = append(out, mountEntry{point: point, fstype: fstype, readonly: ro})
 	}
 	return out, sc.Err()
 }
