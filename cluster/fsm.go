@@ -237,6 +237,9 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		}
 		return applyResult{}, ids
 	}
+	if res, touched, ok := f.applyStepOp(c); ok {
+		return res, touched
+	}
 	return applyResult{Err: fmt.Errorf("unknown op %q", c.Op)}, nil
 }
 
