@@ -38,6 +38,9 @@ type Options struct {
 	Join       []string
 	ForcePlain bool // run steps as plain processes even as root
 	Logger     *slog.Logger
+	// Clock gives the time the controller stamps on its decisions (submit,
+	// start and end times, time limits); nil means the system clock.
+	Clock func() time.Time
 }
 
 // Daemon is one running node: gossip member, Raft voter when the node is a
@@ -282,6 +285,14 @@ func (d *Daemon) joinLoop(peers []string) {
 		}
 		delay = min(delay*2, 2*time.Second)
 	}
+}
+
+// now is the controller's time, in UTC.
+func (d *Daemon) now() time.Time {
+	if d.o.Clock != nil {
+		return d.o.Clock().UTC()
+	}
+	return time.Now().UTC()
 }
 
 func (d *Daemon) wake() {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,11 @@ func TestMain(m *testing.M) {
 // agent) on a loopback address of its own.
 func startOne(t *testing.T) (*Daemon, *api.Client) {
 	t.Helper()
+	return startOneWith(t, func(*Options) {})
+}
+
+func startOneWith(t *testing.T, edit func(*Options)) (*Daemon, *api.Client) {
+	t.Helper()
 	text, err := config.Lab(1)
 	if err != nil {
 		t.Fatal(err)
@@ -38,11 +44,13 @@ func startOne(t *testing.T) (*Daemon, *api.Client) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	d, err := Start(Options{
+	o := Options{
 		Name: "node1", Config: cfg, Dir: dir, Key: []byte("0123456789abcdef0123456789abcdef"),
 		Socket: filepath.Join(dir, "s"), ForcePlain: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	edit(&o)
+	d, err := Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,5 +133,54 @@ func TestDaemonSurvivesGarbage(t *testing.T) {
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Message != api.ErrInvalidPartition {
 		t.Errorf("unknown partition: %v", err)
+	}
+}
+
+// A job past its time limit is killed and ends TIMEOUT. The controller's
+// clock is moved forward instead of waiting a real minute.
+func TestTimeLimit(t *testing.T) {
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	_, cl := startOneWith(t, func(o *Options) { o.Clock = clock })
+	ctx := context.Background()
+	id, err := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\nsleep 300\n", WorkDir: t.TempDir(), TimeLimitMin: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\nsleep 300\n", WorkDir: t.TempDir(), TimeLimitMin: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, id, api.StateRunning)
+	waitJob(t, cl, other, api.StateRunning)
+	skew.Store(int64(90 * time.Second))
+	j := waitJob(t, cl, id, api.StateTimeout)
+	if j.EndTime.Sub(j.StartTime) < time.Minute {
+		t.Errorf("ended %v after start", j.EndTime.Sub(j.StartTime))
+	}
+	if o := waitJob(t, cl, other, api.StateRunning); o.TimedOut {
+		t.Error("a job within its limit was marked timed out")
+	}
+	cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{other}})
+	waitJob(t, cl, other, api.StateCancelled)
+}
+
+func waitJob(t *testing.T, cl *api.Client, id uint64, want api.JobState) api.Job {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		jobs, err := cl.Jobs(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.ID == id && j.State == want {
+				return j
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d never reached %s: %+v", id, want, jobs)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -25,6 +25,7 @@ const (
 	opEnd       = "end"        // a job's batch step ended on its node
 	opCancel    = "cancel"     // scancel: pending jobs end now, running ones are marked
 	opNodeState = "node-state" // a node came up or went down
+	opTimeout   = "timeout"    // running jobs past their time limit are being killed
 )
 
 // command is one Raft log entry. Every field that Apply reads is in the
@@ -38,6 +39,7 @@ type command struct {
 	Reason map[uint64]string `json:"reasons,omitempty"`
 	End    *jobEnd           `json:"end,omitempty"`
 	JobID  uint64            `json:"job_id,omitempty"`
+	JobIDs []uint64          `json:"job_ids,omitempty"`
 	UID    uint32            `json:"uid,omitempty"`
 	Node   string            `json:"node,omitempty"`
 	State  string            `json:"state,omitempty"`
@@ -215,6 +217,15 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 			j.EndTime = c.Time
 		}
 		return applyResult{}, []uint64{j.ID}
+	case opTimeout:
+		var ids []uint64
+		for _, id := range c.JobIDs {
+			if j := st.Jobs[id]; j != nil && j.State == api.StateRunning && !j.TimedOut {
+				j.TimedOut = true
+				ids = append(ids, id)
+			}
+		}
+		return applyResult{}, ids
 	case opNodeState:
 		ns := st.Nodes[c.Node]
 		if ns == nil {
@@ -250,6 +261,8 @@ func (f *FSM) finish(j *api.Job, e *jobEnd, now time.Time) {
 	switch {
 	case j.CancelRequested:
 		j.State = api.StateCancelled
+	case j.TimedOut:
+		j.State = api.StateTimeout
 	case e.OOM:
 		j.State = api.StateOutOfMemory
 	case e.Error != "":

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"hpc/cluster/api"
 	"hpc/sched"
 )
@@ -46,6 +44,7 @@ func (d *Daemon) leaderLoop() {
 			continue
 		}
 		d.reconcileNodes()
+		d.enforceTimeLimits()
 		d.schedule()
 	}
 }
@@ -64,7 +63,7 @@ func (d *Daemon) reconcileNodes() {
 			alive[m.Name] = true
 		}
 	}
-	now := time.Now().UTC()
+	now := d.now()
 	type change struct{ node, state, why string }
 	var changes []change
 	d.fsm.view(func(st *state) {
@@ -130,7 +129,7 @@ func (d *Daemon) schedule() {
 			changed[id] = r
 		}
 	}
-	now := time.Now().UTC()
+	now := d.now()
 	if len(changed) > 0 {
 		if _, err := d.propose(command{Op: opReasons, Time: now, Reason: changed}); err != nil {
 			d.log.Warn("reason commit failed", "err", err)
@@ -160,6 +159,41 @@ func (d *Daemon) schedule() {
 		if j != nil && j.State == api.StateRunning {
 			go d.launch(j)
 		}
+	}
+}
+
+// enforceTimeLimits has jobs past their time limit killed: SIGTERM, then
+// SIGKILL after KillWait; they end TIMEOUT.
+func (d *Daemon) enforceTimeLimits() {
+	now := d.now()
+	var over []*api.Job
+	d.fsm.view(func(st *state) {
+		for _, j := range st.Jobs {
+			lim := j.Spec.TimeLimitMin
+			if j.State != api.StateRunning || j.TimedOut || lim <= 0 {
+				continue
+			}
+			if now.After(j.StartTime.Add(time.Duration(lim) * time.Minute)) {
+				cp := *j
+				over = append(over, &cp)
+			}
+		}
+	})
+	if len(over) == 0 {
+		return
+	}
+	ids := make([]uint64, len(over))
+	for i, j := range over {
+		ids[i] = j.ID
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	if _, err := d.propose(command{Op: opTimeout, Time: now, JobIDs: ids}); err != nil {
+		d.log.Warn("timeout commit failed", "err", err)
+		return
+	}
+	for _, j := range over {
+		d.log.Info("time limit reached", "job", j.ID)
+		go d.signalJob(j, 0)
 	}
 }
 
@@ -222,7 +256,7 @@ func (d *Daemon) launch(j *api.Job) {
 		return
 	}
 	d.log.Warn("launch failed", "job", j.ID, "node", j.BatchHost, "err", err)
-	now := time.Now().UTC()
+	now := d.now()
 	_, _ = d.propose(command{Op: opEnd, Time: now, End: &jobEnd{
 		JobID: j.ID, Node: j.BatchHost, ExitCode: 1, Error: "launch failed: " + err.Error(), Start: now, End: now,
 	}})
@@ -248,5 +282,3 @@ func (d *Daemon) killWait() time.Duration {
 	}
 	return 30 * time.Second
 }
-
-var _ = raft.Leader

@@ -231,7 +231,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id Identit
 		return
 	}
 	job := &api.Job{Spec: spec, UID: id.UID, GID: id.GID, User: id.User, Group: id.Group, Account: id.User}
-	res, err := d.propose(command{Op: opSubmit, Time: time.Now().UTC(), Job: job})
+	res, err := d.propose(command{Op: opSubmit, Time: d.now(), Job: job})
 	if err != nil {
 		userErr(w, err)
 		return
@@ -275,7 +275,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 		case id.UID != 0 && id.UID != j.UID:
 			res.Error = api.ErrAccessDenied
 		default:
-			if _, err := d.propose(command{Op: opCancel, Time: time.Now().UTC(), JobID: jid, UID: id.UID}); err != nil {
+			if _, err := d.propose(command{Op: opCancel, Time: d.now(), JobID: jid, UID: id.UID}); err != nil {
 				res.Error = err.Error()
 			} else if j.State == api.StateRunning {
 				go d.signalJob(j, 0)
@@ -422,7 +422,7 @@ func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id Identit
 		writeErr(w, http.StatusBadRequest, err)
 		return
 	}
-	if _, err := d.propose(command{Op: opEnd, Time: time.Now().UTC(), End: &e}); err != nil {
+	if _, err := d.propose(command{Op: opEnd, Time: d.now(), End: &e}); err != nil {
 		writeErr(w, http.StatusServiceUnavailable, err)
 		return
 	}

@@ -108,10 +108,13 @@ type Job struct {
 	Signal     int         `json:"signal"`
 	// CancelledBy is the uid that cancelled the job; meaningful when
 	// CancelRequested is true.
-	CancelRequested bool   `json:"cancel_requested,omitempty"`
-	CancelledBy     uint32 `json:"cancelled_by,omitempty"`
-	StdOut          string `json:"std_out,omitempty"` // expanded path
-	StdErr          string `json:"std_err,omitempty"` // expanded path
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// TimedOut is set when the job ran past its time limit and the
+	// controller had it killed; it then ends TIMEOUT.
+	TimedOut    bool   `json:"timed_out,omitempty"`
+	CancelledBy uint32 `json:"cancelled_by,omitempty"`
+	StdOut      string `json:"std_out,omitempty"` // expanded path
+	StdErr      string `json:"std_err,omitempty"` // expanded path
 }
 
 // NodeNames returns the allocated node names in allocation order.
