@@ -26,6 +26,7 @@ const (
 	opCancel    = "cancel"     // scancel: pending jobs end now, running ones are marked
 	opNodeState = "node-state" // a node came up or went down
 	opTimeout   = "timeout"    // running jobs past their time limit are being killed
+	opPurge     = "purge"      // finished jobs older than MinJobAge leave the state
 )
 
 // command is one Raft log entry. Every field that Apply reads is in the
@@ -226,6 +227,14 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 			}
 		}
 		return applyResult{}, ids
+	case opPurge:
+		// Accounting keeps their rows; only the in-memory records go.
+		for _, id := range c.JobIDs {
+			if j := st.Jobs[id]; j != nil && j.State.Final() {
+				delete(st.Jobs, id)
+			}
+		}
+		return applyResult{}, nil
 	case opNodeState:
 		ns := st.Nodes[c.Node]
 		if ns == nil {

@@ -46,6 +46,7 @@ func (d *Daemon) leaderLoop() {
 		d.reconcileNodes()
 		d.enforceTimeLimits()
 		d.schedule()
+		d.purgeOldJobs()
 	}
 }
 
@@ -194,6 +195,27 @@ func (d *Daemon) enforceTimeLimits() {
 	for _, j := range over {
 		d.log.Info("time limit reached", "job", j.ID)
 		go d.signalJob(j, 0)
+	}
+}
+
+// purgeOldJobs drops finished jobs older than MinJobAge from the state, so
+// the controller's memory and squeue's cost follow the live queue.
+func (d *Daemon) purgeOldJobs() {
+	cutoff := d.now().Add(-time.Duration(d.cfg.MinJobAge) * time.Second)
+	var ids []uint64
+	d.fsm.view(func(st *state) {
+		for id, j := range st.Jobs {
+			if j.State.Final() && j.EndTime.Before(cutoff) {
+				ids = append(ids, id)
+			}
+		}
+	})
+	if len(ids) == 0 {
+		return
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	if _, err := d.propose(command{Op: opPurge, Time: d.now(), JobIDs: ids}); err != nil {
+		d.log.Warn("purge commit failed", "err", err)
 	}
 }
 

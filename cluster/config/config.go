@@ -9,6 +9,7 @@ import (
 const (
 	DefaultClusterName       = "cluster"
 	DefaultKillWait          = 30
+	DefaultMinJobAge         = 300
 	DefaultEnforcePartLimits = "ALL"
 	DefaultAPIPort           = 7817
 	DefaultRaftPort          = 7818
@@ -23,9 +24,13 @@ type Config struct {
 	ClusterName string // ClusterName, lowercased as Slurm does; "cluster" if unset
 	// ControlHosts are the SlurmctldHost lines in order: the nodes that may
 	// act as controller, which are the Raft voters. At least one is required.
-	ControlHosts      []ControlHost
-	DefMemPerCPU      int64  // MB a job gets per CPU when it asks for no memory; 0 = unset
-	KillWait          int    // seconds between SIGTERM and SIGKILL (default 30)
+	ControlHosts []ControlHost
+	DefMemPerCPU int64 // MB a job gets per CPU when it asks for no memory; 0 = unset
+	KillWait     int   // seconds between SIGTERM and SIGKILL (default 30)
+	// MinJobAge is how many seconds a finished job stays in the
+	// controller's memory (squeue -j, scontrol show job) before only
+	// accounting knows it (default 300, as Slurm).
+	MinJobAge         int
 	EnforcePartLimits string // ALL (default), ANY or NO
 	APIPort           int    // HpcApiPort, default 7817
 	RaftPort          int    // HpcRaftPort, default 7818

@@ -72,6 +72,7 @@ func parse(r io.Reader, file string) (*Config, error) {
 		file: file,
 		cfg: &Config{
 			KillWait:          DefaultKillWait,
+			MinJobAge:         DefaultMinJobAge,
 			EnforcePartLimits: DefaultEnforcePartLimits,
 			APIPort:           DefaultAPIPort,
 			RaftPort:          DefaultRaftPort,
@@ -238,6 +239,12 @@ func (p *parser) topKey(n int, kv pair) error {
 			return p.errf(n, "invalid KillWait=%s: expected seconds", kv.value)
 		}
 		c.KillWait = v
+	case "minjobage":
+		v, err := nonNegInt(kv.value)
+		if err != nil {
+			return p.errf(n, "invalid MinJobAge=%s: expected seconds", kv.value)
+		}
+		c.MinJobAge = v
 	case "enforcepartlimits":
 		switch v := strings.ToUpper(kv.value); v {
 		case "ALL", "ANY", "NO":
