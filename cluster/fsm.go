@@ -85,6 +85,9 @@ type state struct {
 	NextJobID uint64                `json:"next_job_id"`
 	Jobs      map[uint64]*api.Job   `json:"jobs"`
 	Nodes     map[string]*nodeState `json:"nodes"`
+	// Acct is what sacctmgr manages: QoS, accounts, users, associations
+	// (acctmgr.go).
+	Acct acctState `json:"acct"`
 }
 
 // FSM is the Raft state machine of the controller. Its contract, as
@@ -118,7 +121,7 @@ func newFSM(cfg *config.Config, acct *accounting.Store, log *slog.Logger) *FSM {
 }
 
 func emptyState(cfg *config.Config) state {
-	st := state{NextJobID: 1, Jobs: map[uint64]*api.Job{}, Nodes: map[string]*nodeState{}}
+	st := state{NextJobID: 1, Jobs: map[uint64]*api.Job{}, Nodes: map[string]*nodeState{}, Acct: newAcctState()}
 	for _, n := range cfg.Nodes {
 		st.Nodes[n.Name] = &nodeState{State: "UNKNOWN"}
 	}
@@ -260,6 +263,9 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 	if res, touched, ok := f.applyStepOp(c); ok {
 		return res, touched
 	}
+	if res, ok := f.applyAcctOp(c); ok {
+		return res, nil
+	}
 	return applyResult{Err: fmt.Errorf("unknown op %q", c.Op)}, nil
 }
 
@@ -376,20 +382,16 @@ func reqCPUs(s *api.JobSpec) int {
 	return tasks * max(s.CPUsPerTask, 1)
 }
 
-// Snapshot implements raft.FSM.
+// Snapshot implements raft.FSM. It encodes the state under the read lock
+// (a deep copy that later Applies cannot touch); Persist writes it out.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	cp := state{NextJobID: f.st.NextJobID, Jobs: make(map[uint64]*api.Job, len(f.st.Jobs)), Nodes: map[string]*nodeState{}}
-	for id, j := range f.st.Jobs {
-		jj := *j
-		cp.Jobs[id] = &jj
+	data, err := json.Marshal(&f.st)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	for n, s := range f.st.Nodes {
-		ss := *s
-		cp.Nodes[n] = &ss
-	}
-	return &fsmSnapshot{st: cp}, nil
+	return &fsmSnapshot{data: data}, nil
 }
 
 // Restore implements raft.FSM.
@@ -404,6 +406,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		fresh.Nodes[n] = s
 	}
 	st.Nodes = fresh.Nodes
+	st.Acct.fillDefaults()
 	if st.Jobs == nil {
 		st.Jobs = map[uint64]*api.Job{}
 	}
@@ -440,10 +443,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type fsmSnapshot struct{ st state }
+type fsmSnapshot struct{ data []byte }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := json.NewEncoder(sink).Encode(&s.st); err != nil {
+	if _, err := sink.Write(s.data); err != nil {
 		sink.Cancel()
 		return err
 	}

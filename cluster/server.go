@@ -40,6 +40,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("POST /internal/signal", d.nodeRoute(d.handleSignal))
 	mux.HandleFunc("POST /internal/job-end", d.nodeRoute(d.leaderRoute(d.handleJobEnd)))
 	d.registerStepRoutes(mux)
+	d.registerAcctRoutes(mux)
 
 	_ = os.Remove(d.o.Socket)
 	ul, err := net.Listen("unix", d.o.Socket)
