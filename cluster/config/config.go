@@ -30,13 +30,20 @@ type Config struct {
 	// MinJobAge is how many seconds a finished job stays in the
 	// controller's memory (squeue -j, scontrol show job) before only
 	// accounting knows it (default 300, as Slurm).
-	MinJobAge         int
-	EnforcePartLimits string // ALL (default), ANY or NO
-	APIPort           int    // HpcApiPort, default 7817
-	RaftPort          int    // HpcRaftPort, default 7818
-	GossipPort        int    // HpcGossipPort, default 7819
-	Nodes             []Node
-	Partitions        []Partition
+	MinJobAge int
+	Priority  Priority
+	// PreemptType is preempt/none (default) or preempt/qos; PreemptMode
+	// OFF (default), REQUEUE or CANCEL.
+	PreemptType string
+	PreemptMode string
+	// SchedulerParameters as given (bf_max_job_test=N, bf_window=MIN, ...).
+	SchedulerParameters map[string]string
+	EnforcePartLimits   string // ALL (default), ANY or NO
+	APIPort             int    // HpcApiPort, default 7817
+	RaftPort            int    // HpcRaftPort, default 7818
+	GossipPort          int    // HpcGossipPort, default 7819
+	Nodes               []Node
+	Partitions          []Partition
 	// Raw holds every other key, spelled as written in the file, with its
 	// last value. hpc does not interpret these.
 	Raw map[string]string
@@ -113,6 +120,32 @@ type Partition struct {
 	DefaultTimeMin int64    // DefaultTime in minutes, -1 (NONE) by default: jobs get MaxTime
 	MaxNodes       int      // -1 = UNLIMITED (default)
 	State          string   // UP (default), DOWN, DRAIN or INACTIVE
+	// PriorityTier: jobs of higher-tier partitions are scheduled first
+	// (default 1). PriorityJobFactor feeds the partition priority factor
+	// (default 1).
+	PriorityTier      int
+	PriorityJobFactor int
+	// OverSubscribe is NO (default) or EXCLUSIVE (whole nodes per job).
+	OverSubscribe string
+	// AllowAccounts and AllowQos restrict who may use the partition; nil
+	// means ALL.
+	AllowAccounts []string
+	AllowQos      []string
+}
+
+// Priority holds the multifactor priority settings (PriorityType=
+// priority/multifactor and its PriorityWeight* keys). All weights 0 is
+// priority/basic: submit order.
+type Priority struct {
+	Type             string // priority/basic (default) or priority/multifactor
+	WeightAge        uint32
+	WeightFairshare  uint32
+	WeightJobSize    uint32
+	WeightPartition  uint32
+	WeightQOS        uint32
+	MaxAgeMin        int64 // PriorityMaxAge in minutes (default 7 days)
+	DecayHalfLifeMin int64 // PriorityDecayHalfLife in minutes (default 7 days)
+	FavorSmall       bool
 }
 
 // Node returns the node of that name, or nil.

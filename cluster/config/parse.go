@@ -71,13 +71,17 @@ func parse(r io.Reader, file string) (*Config, error) {
 	p := &parser{
 		file: file,
 		cfg: &Config{
-			KillWait:          DefaultKillWait,
-			MinJobAge:         DefaultMinJobAge,
-			EnforcePartLimits: DefaultEnforcePartLimits,
-			APIPort:           DefaultAPIPort,
-			RaftPort:          DefaultRaftPort,
-			GossipPort:        DefaultGossipPort,
-			Raw:               map[string]string{},
+			KillWait:            DefaultKillWait,
+			MinJobAge:           DefaultMinJobAge,
+			Priority:            Priority{Type: "priority/basic", MaxAgeMin: 7 * 24 * 60, DecayHalfLifeMin: 7 * 24 * 60},
+			PreemptType:         "preempt/none",
+			PreemptMode:         "OFF",
+			SchedulerParameters: map[string]string{},
+			EnforcePartLimits:   DefaultEnforcePartLimits,
+			APIPort:             DefaultAPIPort,
+			RaftPort:            DefaultRaftPort,
+			GossipPort:          DefaultGossipPort,
+			Raw:                 map[string]string{},
 		},
 		nodeDefaults: map[string]pair{},
 		partDefaults: map[string]pair{},
@@ -239,6 +243,65 @@ func (p *parser) topKey(n int, kv pair) error {
 			return p.errf(n, "invalid KillWait=%s: expected seconds", kv.value)
 		}
 		c.KillWait = v
+	case "prioritytype":
+		switch v := strings.ToLower(kv.value); v {
+		case "priority/basic", "priority/multifactor":
+			c.Priority.Type = v
+		default:
+			return p.errf(n, "invalid PriorityType=%s: expected priority/basic or priority/multifactor", kv.value)
+		}
+	case "priorityweightage", "priorityweightfairshare", "priorityweightjobsize", "priorityweightpartition", "priorityweightqos":
+		v, err := strconv.ParseUint(kv.value, 10, 32)
+		if err != nil {
+			return p.errf(n, "invalid %s=%s: expected a number", kv.key, kv.value)
+		}
+		w := map[string]*uint32{
+			"priorityweightage": &c.Priority.WeightAge, "priorityweightfairshare": &c.Priority.WeightFairshare,
+			"priorityweightjobsize": &c.Priority.WeightJobSize, "priorityweightpartition": &c.Priority.WeightPartition,
+			"priorityweightqos": &c.Priority.WeightQOS,
+		}[kv.lower]
+		*w = uint32(v)
+	case "prioritymaxage", "prioritydecayhalflife":
+		v, err := ParseTime(kv.value)
+		if err != nil || v < 0 {
+			return p.errf(n, "invalid %s=%s: expected [days-]hours:minutes", kv.key, kv.value)
+		}
+		if kv.lower == "prioritymaxage" {
+			c.Priority.MaxAgeMin = v
+		} else {
+			c.Priority.DecayHalfLifeMin = v
+		}
+	case "priorityfavorsmall":
+		switch strings.ToUpper(kv.value) {
+		case "YES":
+			c.Priority.FavorSmall = true
+		case "NO":
+			c.Priority.FavorSmall = false
+		default:
+			return p.errf(n, "invalid PriorityFavorSmall=%s: expected YES or NO", kv.value)
+		}
+	case "preempttype":
+		switch v := strings.ToLower(kv.value); v {
+		case "preempt/none", "preempt/qos":
+			c.PreemptType = v
+		default:
+			return p.errf(n, "invalid PreemptType=%s: hpc supports preempt/none and preempt/qos", kv.value)
+		}
+	case "preemptmode":
+		switch v := strings.ToUpper(kv.value); v {
+		case "OFF", "REQUEUE", "CANCEL":
+			c.PreemptMode = v
+		default:
+			return p.errf(n, "invalid PreemptMode=%s: hpc supports OFF, REQUEUE and CANCEL", kv.value)
+		}
+	case "schedulerparameters":
+		for _, item := range strings.Split(kv.value, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				k, v, _ := strings.Cut(item, "=")
+				c.SchedulerParameters[strings.ToLower(k)] = v
+			}
+		}
+		c.Raw[kv.key] = kv.value
 	case "minjobage":
 		v, err := nonNegInt(kv.value)
 		if err != nil {
@@ -579,14 +642,14 @@ func parseGres(s string) ([]Gres, error) {
 
 // Partition line keys hpc accepts but does not use yet.
 var ignoredPartKeys = map[string]bool{
-	"allowaccounts": true, "allowgroups": true, "allowqos": true, "allocnodes": true,
+	"allowgroups": true, "allocnodes": true,
 	"alternate": true, "cpubind": true, "defcpupergpu": true, "defmempercpu": true,
 	"defmempergpu": true, "defmempernode": true, "denyaccounts": true, "denyqos": true,
 	"disablerootjobs": true, "exclusiveuser": true, "gracetime": true, "hidden": true,
 	"lln": true, "maxcpuspernode": true, "maxcpuspersocket": true, "maxmempercpu": true,
-	"maxmempernode": true, "minnodes": true, "oversubscribe": true, "overtimelimit": true,
-	"preemptmode": true, "priorityjobfactor": true, "prioritytier": true, "qos": true,
-	"reqresv": true, "rootonly": true, "selecttypeparameters": true, "shared": true,
+	"maxmempernode": true, "minnodes": true, "overtimelimit": true,
+	"preemptmode": true, "qos": true,
+	"reqresv": true, "rootonly": true, "selecttypeparameters": true,
 	"tresbillingweights": true, "suspendtime": true, "suspendtimeout": true,
 	"resumetimeout": true, "powerdownonidle": true,
 }
@@ -638,7 +701,8 @@ func (p *parser) partitionLine(n int, pairs []pair) error {
 }
 
 func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
-	part := &Partition{Name: kv["partitionname"].value, MaxTimeMin: Unlimited, DefaultTimeMin: Unlimited, MaxNodes: -1, State: "UP"}
+	part := &Partition{Name: kv["partitionname"].value, MaxTimeMin: Unlimited, DefaultTimeMin: Unlimited, MaxNodes: -1, State: "UP",
+		PriorityTier: 1, PriorityJobFactor: 1, OverSubscribe: "NO"}
 	for _, k := range sortedKeys(kv) {
 		v := kv[k]
 		switch k {
@@ -691,6 +755,39 @@ func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
 					return nil, p.errf(n, "invalid MaxNodes=%s: expected a number or UNLIMITED", v.value)
 				}
 				part.MaxNodes = m
+			}
+		case "prioritytier", "priorityjobfactor":
+			m, err := nonNegInt(v.value)
+			if err != nil {
+				return nil, p.errf(n, "invalid %s=%s: expected a number", v.key, v.value)
+			}
+			if k == "prioritytier" {
+				part.PriorityTier = m
+			} else {
+				part.PriorityJobFactor = m
+			}
+		case "oversubscribe", "shared":
+			switch s, _, _ := strings.Cut(strings.ToUpper(v.value), ":"); s {
+			case "NO":
+				part.OverSubscribe = "NO"
+			case "EXCLUSIVE":
+				part.OverSubscribe = "EXCLUSIVE"
+			default:
+				return nil, p.errf(n, "invalid OverSubscribe=%s: hpc supports NO and EXCLUSIVE", v.value)
+			}
+		case "allowaccounts", "allowqos":
+			var list []string
+			if !strings.EqualFold(v.value, "ALL") {
+				for _, a := range strings.Split(v.value, ",") {
+					if a = strings.TrimSpace(a); a != "" {
+						list = append(list, a)
+					}
+				}
+			}
+			if k == "allowaccounts" {
+				part.AllowAccounts = list
+			} else {
+				part.AllowQos = list
 			}
 		case "state":
 			switch s := strings.ToUpper(v.value); s {
