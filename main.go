@@ -57,7 +57,7 @@ func runDaemon(c *cli.Context) error {
 	if keyPath == "" {
 		keyPath = filepath.Join(dir, "cluster.key")
 	}
-	cfg, err := config.Load(confPath)
+	cfg, err := config.LoadAll(confPath)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("hpc daemon: %v", err), 1)
 	}

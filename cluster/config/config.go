@@ -38,12 +38,16 @@ type Config struct {
 	PreemptMode string
 	// SchedulerParameters as given (bf_max_job_test=N, bf_window=MIN, ...).
 	SchedulerParameters map[string]string
-	EnforcePartLimits   string // ALL (default), ANY or NO
-	APIPort             int    // HpcApiPort, default 7817
-	RaftPort            int    // HpcRaftPort, default 7818
-	GossipPort          int    // HpcGossipPort, default 7819
-	Nodes               []Node
-	Partitions          []Partition
+	// GresDevices and Topology come from gres.conf and topology.conf next
+	// to slurm.conf (LoadAll); empty when those files are absent.
+	GresDevices       []GresDevice
+	Topology          []Switch
+	EnforcePartLimits string // ALL (default), ANY or NO
+	APIPort           int    // HpcApiPort, default 7817
+	RaftPort          int    // HpcRaftPort, default 7818
+	GossipPort        int    // HpcGossipPort, default 7819
+	Nodes             []Node
+	Partitions        []Partition
 	// Raw holds every other key, spelled as written in the file, with its
 	// last value. hpc does not interpret these.
 	Raw map[string]string

@@ -88,6 +88,18 @@ func parse(r io.Reader, file string) (*Config, error) {
 		nodeLine:     map[string]int{},
 		hpcPortLine:  map[string]int{},
 	}
+	if err := scanLines(r, p.errf, p.line); err != nil {
+		return nil, err
+	}
+	if err := p.finish(); err != nil {
+		return nil, err
+	}
+	return p.cfg, nil
+}
+
+// scanLines calls fn for every logical line of a slurm.conf-syntax file:
+// comments stripped, "\" continuations joined; n is the first line's number.
+func scanLines(r io.Reader, errf func(int, string, ...any) error, fn func(n int, text string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	lineNo, start := 0, 0
@@ -104,23 +116,18 @@ func parse(r io.Reader, file string) (*Config, error) {
 			continue
 		}
 		logical.WriteString(text)
-		if err := p.line(start, logical.String()); err != nil {
-			return nil, err
+		if err := fn(start, logical.String()); err != nil {
+			return err
 		}
 		logical.Reset()
 	}
 	if err := sc.Err(); err != nil {
-		return nil, p.errf(lineNo+1, "%v", err)
+		return errf(lineNo+1, "%v", err)
 	}
 	if logical.Len() > 0 {
-		if err := p.line(start, logical.String()); err != nil {
-			return nil, err
-		}
+		return fn(start, logical.String())
 	}
-	if err := p.finish(); err != nil {
-		return nil, err
-	}
-	return p.cfg, nil
+	return nil
 }
 
 // stripComment removes a '#' comment; "\#" is a literal '#', and a '#'
