@@ -18,6 +18,7 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/cluster/hostlist"
 )
 
 func upCommand() *cli.Command {
@@ -166,8 +167,20 @@ func prepareConfig(c *cli.Context, l lab) (*config.Config, error) {
 		if err := os.WriteFile(l.confPath(), b, 0o644); err != nil {
 			return nil, err
 		}
+		// gres.conf and topology.conf travel with the given slurm.conf.
+		for _, extra := range []string{"gres.conf", "topology.conf"} {
+			src := filepath.Join(filepath.Dir(c.String("config")), extra)
+			dst := filepath.Join(l.dir, extra)
+			if b, err := os.ReadFile(src); err == nil {
+				if err := os.WriteFile(dst, b, 0o644); err != nil {
+					return nil, err
+				}
+			} else {
+				_ = os.Remove(dst)
+			}
+		}
 	case fileExists(l.confPath()):
-		cfg, err := config.Load(l.confPath())
+		cfg, err := config.LoadAll(l.confPath())
 		if err != nil {
 			return nil, err
 		}
@@ -182,8 +195,53 @@ func prepareConfig(c *cli.Context, l lab) (*config.Config, error) {
 		if err := os.WriteFile(l.confPath(), []byte(text), 0o644); err != nil {
 			return nil, err
 		}
+		cfg, err := config.Load(l.confPath())
+		if err != nil {
+			return nil, err
+		}
+		if err := writeFakeGPUs(l, cfg); err != nil {
+			return nil, err
+		}
 	}
-	return config.Load(l.confPath())
+	return config.LoadAll(l.confPath())
+}
+
+// writeFakeGPUs gives the lab's GPU nodes device files (links to
+// /dev/null, as Slurm's documentation allows for testing) and the gres.conf
+// that names them, so GPU jobs see CUDA_VISIBLE_DEVICES and device cgroups
+// exactly as on real GPUs.
+func writeFakeGPUs(l lab, cfg *config.Config) error {
+	byCount := map[int][]string{}
+	most := 0
+	for _, n := range cfg.Nodes {
+		if k := n.GresCount("gpu"); k > 0 {
+			byCount[k] = append(byCount[k], n.Name)
+			most = max(most, k)
+		}
+	}
+	if most == 0 {
+		return nil
+	}
+	dev := filepath.Join(l.dir, "fakedev")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		return err
+	}
+	for i := 0; i < most; i++ {
+		p := filepath.Join(dev, fmt.Sprintf("nvidia%d", i))
+		if _, err := os.Lstat(p); err != nil {
+			if err := os.Symlink("/dev/null", p); err != nil {
+				return err
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# gres.conf written by `hpc up`: fake GPUs, links to /dev/null.\n")
+	for k := 1; k <= most; k++ {
+		if nodes := byCount[k]; len(nodes) > 0 {
+			fmt.Fprintf(&b, "NodeName=%s Name=gpu File=%s/nvidia[0-%d]\n", hostlist.Compress(nodes), dev, k-1)
+		}
+	}
+	return os.WriteFile(filepath.Join(l.dir, "gres.conf"), []byte(b.String()), 0o644)
 }
 
 func fileExists(p string) bool {
