@@ -64,6 +64,7 @@ type Daemon struct {
 	http  *http.Client
 	srvs  []*http.Server
 	steps *stepTable
+	view  *schedView
 }
 
 // Raft timing: fast enough that a lab fails over in about a second, slow
@@ -102,6 +103,7 @@ func Start(o Options) (*Daemon, error) {
 		kick:  make(chan struct{}, 1),
 		http:  &http.Client{Timeout: 30 * time.Second},
 		steps: newStepTable(),
+		view:  newSchedView(),
 	}
 	ok := false
 	defer func() {

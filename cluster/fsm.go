@@ -27,6 +27,9 @@ const (
 	opNodeState = "node-state" // a node came up or went down
 	opTimeout   = "timeout"    // running jobs past their time limit are being killed
 	opPurge     = "purge"      // finished jobs older than MinJobAge leave the state
+	opPreempt   = "preempt"    // running jobs preempted for others (requeue or cancel)
+	opHold      = "hold"       // scontrol hold/release
+	opRequeue   = "requeue"    // scontrol requeue: a running job goes back to pending
 )
 
 // command is one Raft log entry. Every field that Apply reads is in the
@@ -45,13 +48,26 @@ type command struct {
 	Node   string            `json:"node,omitempty"`
 	State  string            `json:"state,omitempty"`
 	Why    string            `json:"why,omitempty"`
+	// Preempts and Hold go with opPreempt and opHold.
+	Preempts []preemptMark `json:"preempts,omitempty"`
+	Hold     string        `json:"hold,omitempty"`
+	Acct     *acctOp       `json:"acct,omitempty"`
 }
 
 type jobStart struct {
-	JobID  uint64          `json:"job_id"`
-	Alloc  []api.NodeAlloc `json:"alloc"`
-	StdOut string          `json:"std_out"`
-	StdErr string          `json:"std_err"`
+	JobID     uint64          `json:"job_id"`
+	Alloc     []api.NodeAlloc `json:"alloc"`
+	Partition string          `json:"partition,omitempty"` // the one it runs in, of those it named
+	// TimeLimitMin is the effective limit (its own or the partition's);
+	// -1 is UNLIMITED.
+	TimeLimitMin int64  `json:"time_limit_min,omitempty"`
+	StdOut       string `json:"std_out"`
+	StdErr       string `json:"std_err"`
+}
+
+type preemptMark struct {
+	JobID uint64 `json:"job_id"`
+	Mode  string `json:"mode"` // REQUEUE or CANCEL
 }
 
 // jobEnd is what a node's agent reports when a job's batch step ends.
@@ -187,6 +203,12 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 			j.BatchHost = s.Alloc[0].Node
 			j.StartTime = c.Time
 			j.StdOut, j.StdErr = s.StdOut, s.StdErr
+			if s.Partition != "" {
+				j.Spec.Partition = s.Partition
+			}
+			if s.TimeLimitMin != 0 {
+				j.Spec.TimeLimitMin = s.TimeLimitMin
+			}
 			ids = append(ids, j.ID)
 		}
 		return applyResult{}, ids
@@ -226,6 +248,38 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		for _, id := range c.JobIDs {
 			if j := st.Jobs[id]; j != nil && j.State == api.StateRunning && !j.TimedOut {
 				j.TimedOut = true
+				ids = append(ids, id)
+			}
+		}
+		return applyResult{}, ids
+	case opPreempt:
+		var ids []uint64
+		for _, m := range c.Preempts {
+			if j := st.Jobs[m.JobID]; j != nil && j.State == api.StateRunning && j.Preempted == "" {
+				j.Preempted = m.Mode
+				ids = append(ids, j.ID)
+			}
+		}
+		return applyResult{}, ids
+	case opHold:
+		for _, id := range c.JobIDs {
+			j := st.Jobs[id]
+			switch {
+			case j == nil:
+				return applyResult{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil
+			case j.State != api.StatePending:
+				return applyResult{Err: &api.Error{Message: api.ErrJobNotPendingOrRun}}, nil
+			}
+		}
+		for _, id := range c.JobIDs {
+			st.Jobs[id].Hold = c.Hold
+		}
+		return applyResult{}, c.JobIDs
+	case opRequeue:
+		var ids []uint64
+		for _, id := range c.JobIDs {
+			if j := st.Jobs[id]; j != nil && j.State == api.StateRunning {
+				j.Preempted = "REQUEUE"
 				ids = append(ids, id)
 			}
 		}
@@ -278,6 +332,16 @@ func (f *FSM) finish(j *api.Job, e *jobEnd, now time.Time) {
 		j.State = api.StateCancelled
 	case j.TimedOut:
 		j.State = api.StateTimeout
+	case j.Preempted == "REQUEUE":
+		// Back to the queue with the same id, as slurmctld requeues.
+		j.State, j.Reason = api.StatePending, "BeginTime"
+		j.Alloc, j.BatchHost, j.StdOut, j.StdErr = nil, "", "", ""
+		j.StartTime, j.EndTime = time.Time{}, time.Time{}
+		j.Preempted, j.Restarts = "", j.Restarts+1
+		j.ExitCode, j.Signal = 0, 0
+		return
+	case j.Preempted == "CANCEL":
+		j.State = api.StatePreempted
 	case e.OOM:
 		j.State = api.StateOutOfMemory
 	case e.Error != "":

@@ -87,69 +87,70 @@ func (d *Daemon) reconcileNodes() {
 	}
 }
 
-// schedule runs one scheduling pass and commits its decisions.
+// schedule runs one scheduling pass and commits its decisions: starts,
+// and preemptions of the running jobs those starts need. Priorities,
+// reasons and expected starts stay in the leader's view (schedView).
 func (d *Daemon) schedule() {
-	var snap sched.Snapshot
+	now := d.now()
+	snap := sched.Snapshot{
+		Now: now, Config: schedConfig(d.cfg),
+		Partitions: schedPartitions(d.cfg), Topology: schedTopology(d.cfg),
+	}
 	jobs := map[uint64]*api.Job{}
-	reasons := map[uint64]string{}
 	d.fsm.view(func(st *state) {
-		view := nodesView(d.cfg, st)
-		for _, n := range view.Nodes {
-			snap.Nodes = append(snap.Nodes, sched.Node{
-				Name: n.Name, CPUs: n.CPUs, MemMB: n.MemMB,
-				AllocCPUs: n.AllocCPUs, AllocMemMB: n.AllocMemMB,
-				Up: n.State != api.NodeDown && n.State != api.NodeUnknown,
-			})
-		}
-		for _, p := range view.Partitions {
-			snap.Partitions = append(snap.Partitions, sched.Partition{Name: p.Name, Nodes: p.Nodes, Up: p.State == "UP" || p.State == ""})
-		}
+		snap.Nodes = schedNodes(d.cfg, st)
+		snap.QOS, snap.Assocs = st.Acct.schedInputs()
 		for _, j := range st.Jobs {
-			if j.State != api.StatePending {
-				continue
+			switch j.State {
+			case api.StateRunning, api.StateCompleting:
+				snap.Running = append(snap.Running, runningJob(j))
+			case api.StatePending:
+				cp := *j
+				jobs[j.ID] = &cp
+				r := d.view.request(j)
+				r.Dependency = dependencyState(j, st)
+				switch j.Hold {
+				case "user":
+					r.Hold = sched.HoldUser
+				case "admin":
+					r.Hold = sched.HoldAdmin
+				}
+				snap.Pending = append(snap.Pending, r)
 			}
-			cp := *j
-			jobs[j.ID] = &cp
-			reasons[j.ID] = j.Reason
-			snap.Pending = append(snap.Pending, sched.Job{
-				ID: j.ID, Partition: j.Spec.Partition, Nodes: j.Spec.Nodes,
-				NTasks: j.Spec.NTasks, CPUsPerTask: j.Spec.CPUsPerTask,
-				MemPerNodeMB: j.Spec.MemPerNodeMB, DefMemPerCPU: d.defMemPerCPU(),
-			})
 		}
 	})
+	if snap.Config.PriorityWeightFairshare > 0 {
+		snap.Usage = d.view.usageFor(d.acct, now, snap.Config.PriorityDecayHalfLife)
+	}
 	if len(snap.Pending) == 0 {
+		d.view.store(sched.Result{})
 		return
 	}
+	sort.Slice(snap.Running, func(a, b int) bool { return snap.Running[a].ID < snap.Running[b].ID })
 	sort.Slice(snap.Pending, func(a, b int) bool { return snap.Pending[a].ID < snap.Pending[b].ID })
 	res := sched.Schedule(snap)
+	d.view.store(res)
 
-	changed := map[uint64]string{}
-	for id, r := range res.Reasons {
-		if reasons[id] != r {
-			changed[id] = r
-		}
-	}
-	now := d.now()
-	if len(changed) > 0 {
-		if _, err := d.propose(command{Op: opReasons, Time: now, Reason: changed}); err != nil {
-			d.log.Warn("reason commit failed", "err", err)
-		}
-	}
-	if len(res.Starts) == 0 {
-		return
+	if len(res.Preempt) > 0 {
+		d.preempt(res.Preempt)
 	}
 	var starts []jobStart
 	for _, s := range res.Starts {
+		if len(s.Preempts) > 0 {
+			continue // it starts once the jobs it preempts have ended
+		}
 		j := jobs[s.JobID]
-		js := jobStart{JobID: s.JobID}
-		for _, a := range s.Alloc {
-			js.Alloc = append(js.Alloc, api.NodeAlloc{Node: a.Node, CPUs: a.CPUs, MemMB: a.MemMB})
+		js := jobStart{JobID: s.JobID, Alloc: apiAlloc(s.Alloc), Partition: s.Partition, TimeLimitMin: -1}
+		if s.TimeLimit > 0 {
+			js.TimeLimitMin = int64(s.TimeLimit / time.Minute)
 		}
 		j.Alloc = js.Alloc
 		js.StdOut = expandPath(j.Spec.Output, j, "slurm-%j.out")
 		js.StdErr = expandPath(j.Spec.Error, j, js.StdOut)
 		starts = append(starts, js)
+	}
+	if len(starts) == 0 {
+		return
 	}
 	if _, err := d.propose(command{Op: opStart, Time: now, Starts: starts}); err != nil {
 		d.log.Warn("allocation commit failed", "err", err)
@@ -159,6 +160,26 @@ func (d *Daemon) schedule() {
 		j, _ := d.fsm.job(s.JobID)
 		if j != nil && j.State == api.StateRunning {
 			go d.launch(j)
+		}
+	}
+}
+
+// preempt commits the preemption of running jobs and has them killed;
+// their resources free up when they end, and the job that needs them
+// starts in a later pass.
+func (d *Daemon) preempt(ps []sched.Preemption) {
+	var marks []preemptMark
+	for _, p := range ps {
+		marks = append(marks, preemptMark{JobID: p.JobID, Mode: string(p.Mode)})
+	}
+	if _, err := d.propose(command{Op: opPreempt, Time: d.now(), Preempts: marks}); err != nil {
+		d.log.Warn("preemption commit failed", "err", err)
+		return
+	}
+	for _, m := range marks {
+		if j, _ := d.fsm.job(m.JobID); j != nil && j.State == api.StateRunning {
+			d.log.Info("preempting", "job", j.ID, "mode", m.Mode)
+			go d.signalJob(j, 0)
 		}
 	}
 }

@@ -32,6 +32,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("GET /api/jobs", d.leaderRoute(d.handleJobs))
 	mux.HandleFunc("GET /api/nodes", d.leaderRoute(d.handleNodes))
 	mux.HandleFunc("POST /api/cancel", d.leaderRoute(d.handleCancel))
+	mux.HandleFunc("POST /api/jobcontrol", d.leaderRoute(d.handleJobControl))
 	mux.HandleFunc("GET /api/acct", d.leaderRoute(d.handleAcct))
 	mux.HandleFunc("GET /api/wait", d.leaderRoute(d.handleWait))
 	mux.HandleFunc("GET /api/status", d.handleStatus)
@@ -231,7 +232,28 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id Identit
 		userErr(w, err)
 		return
 	}
-	job := &api.Job{Spec: spec, UID: id.UID, GID: id.GID, User: id.User, Group: id.Group, Account: id.User}
+	job := &api.Job{Spec: spec, UID: id.UID, GID: id.GID, User: id.User, Group: id.Group, Account: spec.Account}
+	if spec.Hold {
+		job.Hold = "user"
+	}
+	// The job's association: the user's default account and its default
+	// QoS. Like Slurm with AccountingStorageEnforce=none, a user without an
+	// association may still submit (with no account, QoS normal); a QoS
+	// that does not exist is refused.
+	var assocErr error
+	d.fsm.view(func(st *state) {
+		acct, qos, err := st.Acct.jobAssoc(id.User, spec.Account, spec.QOS)
+		switch {
+		case err == nil:
+			job.Account, job.Spec.QOS = acct, qos
+		case spec.QOS != "" && st.Acct.QOS[strings.ToLower(spec.QOS)] == nil:
+			assocErr = &api.Error{Message: api.ErrInvalidQOS}
+		}
+	})
+	if assocErr != nil {
+		userErr(w, assocErr)
+		return
+	}
 	res, err := d.propose(command{Op: opSubmit, Time: d.now(), Job: job})
 	if err != nil {
 		userErr(w, err)
@@ -249,6 +271,9 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id Identity,
 		}
 	})
 	sort.Slice(out.Jobs, func(a, b int) bool { return out.Jobs[a].ID < out.Jobs[b].ID })
+	for i := range out.Jobs {
+		d.view.overlay(&out.Jobs[i])
+	}
 	writeJSON(w, out)
 }
 
@@ -437,4 +462,52 @@ func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, d.cfg)
+}
+
+// handleJobControl is scontrol hold, uhold, release and requeue. Users act
+// on their own jobs; only root sets or lifts an administrator's hold.
+func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req api.JobControlRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
+		return
+	}
+	var out api.JobControlResponse
+	for _, jid := range req.JobIDs {
+		res := api.CancelResult{JobID: jid}
+		j, _ := d.fsm.job(jid)
+		c := command{Time: d.now(), JobIDs: []uint64{jid}}
+		switch req.Action {
+		case "hold", "uhold":
+			c.Op, c.Hold = opHold, "user"
+			if req.Action == "hold" && id.UID == 0 {
+				c.Hold = "admin"
+			}
+		case "release":
+			c.Op = opHold
+		case "requeue":
+			c.Op = opRequeue
+		default:
+			writeErr(w, http.StatusBadRequest, &api.Error{Message: "unknown job control action " + req.Action})
+			return
+		}
+		switch {
+		case j == nil:
+			res.Error = api.ErrInvalidJobID
+		case id.UID != 0 && id.UID != j.UID:
+			res.Error = api.ErrAccessDenied
+		case req.Action == "release" && j.Hold == "admin" && id.UID != 0:
+			res.Error = api.ErrAccessDenied
+		case req.Action == "requeue" && j.State != api.StateRunning:
+			res.Error = api.ErrJobNotPendingOrRun
+		default:
+			if _, err := d.propose(c); err != nil {
+				res.Error = err.Error()
+			} else if req.Action == "requeue" {
+				go d.signalJob(j, 0)
+			}
+		}
+		out.Results = append(out.Results, res)
+	}
+	writeJSON(w, out)
 }

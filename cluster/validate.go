@@ -2,54 +2,111 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/cluster/hostlist"
+	"hpc/sched"
 )
 
 // validateSpec checks a submission against the config, as slurmctld does
 // with EnforcePartLimits=ALL, and fills in the partition and time limit.
+// A job may name several partitions (-p a,b): it must fit at least one.
 // Its errors carry Slurm's texts.
 func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 	if s.Script == "" {
 		return &api.Error{Message: api.ErrEmptyScript}
 	}
-	var p *config.Partition
+	if s.Nodes < 0 || s.NTasks < 0 || s.CPUsPerTask < 0 || s.MemPerNodeMB < 0 || s.MemPerCPUMB < 0 {
+		return &api.Error{Message: api.ErrConfigUnavailable}
+	}
+	if s.TimeLimitMin < -1 {
+		return &api.Error{Message: api.ErrInvalidTimeLimit}
+	}
+	if !validDependency(s.Dependency) {
+		return &api.Error{Message: api.ErrJobDependency}
+	}
+	gres, err := parseGresRequest(s.Gres)
+	if err != nil {
+		return err
+	}
+	for _, list := range []string{s.NodeList, s.Exclude} {
+		names, err := hostlist.Expand(list)
+		if err != nil {
+			return &api.Error{Message: api.ErrInvalidNodeName, Detail: err.Error()}
+		}
+		for _, n := range names {
+			if cfg.Node(n) == nil {
+				return &api.Error{Message: api.ErrInvalidNodeName, Detail: "invalid node name " + n}
+			}
+		}
+	}
+	var parts []*config.Partition
 	if s.Partition == "" {
-		p = cfg.DefaultPartition()
+		p := cfg.DefaultPartition()
 		if p == nil {
 			return &api.Error{Message: api.ErrInvalidPartition, Detail: "no partition specified and no default partition"}
 		}
+		parts = append(parts, p)
 		s.Partition = p.Name
-	} else if p = cfg.Partition(s.Partition); p == nil {
-		return &api.Error{Message: api.ErrInvalidPartition, Detail: "invalid partition specified: " + s.Partition}
+	} else {
+		for _, name := range strings.Split(s.Partition, ",") {
+			p := cfg.Partition(strings.TrimSpace(name))
+			if p == nil {
+				return &api.Error{Message: api.ErrInvalidPartition, Detail: "invalid partition specified: " + name}
+			}
+			parts = append(parts, p)
+		}
 	}
-	if s.Nodes < 0 || s.NTasks < 0 || s.CPUsPerTask < 0 || s.MemPerNodeMB < 0 {
-		return &api.Error{Message: api.ErrConfigUnavailable}
+	var first error
+	for _, p := range parts {
+		err := fitsPartition(cfg, p, s, gres)
+		if err == nil {
+			first = nil
+			break
+		}
+		if first == nil {
+			first = err
+		}
 	}
-
-	// Time limit: -1 is UNLIMITED; anything else negative is invalid.
-	switch {
-	case s.TimeLimitMin < -1:
-		return &api.Error{Message: api.ErrInvalidTimeLimit}
-	case s.TimeLimitMin == 0:
+	if first != nil {
+		return first
+	}
+	if len(parts) == 1 && s.TimeLimitMin == 0 {
+		p := parts[0]
 		s.TimeLimitMin = p.MaxTimeMin
 		if p.DefaultTimeMin > 0 {
 			s.TimeLimitMin = p.DefaultTimeMin
 		}
 	}
+	if s.Name == "" {
+		s.Name = "sbatch"
+	}
+	if s.WorkDir == "" || s.WorkDir[0] != '/' {
+		return &api.Error{Message: fmt.Sprintf("working directory %q is not an absolute path", s.WorkDir)}
+	}
+	return nil
+}
+
+// fitsPartition says whether the partition could ever run the job.
+func fitsPartition(cfg *config.Config, p *config.Partition, s *api.JobSpec, gres []sched.GresRequest) error {
 	if p.MaxTimeMin >= 0 && (s.TimeLimitMin == -1 || s.TimeLimitMin > p.MaxTimeMin) {
 		return &api.Error{Message: api.ErrInvalidTimeLimit}
 	}
-
-	// Size: what the whole partition could ever give.
 	var cpus, maxCPUs int
 	var maxMem int64
+	maxGres := map[string]int{}
 	for _, name := range p.Nodes {
-		if n := cfg.Node(name); n != nil {
-			cpus += n.CPUs
-			maxCPUs = max(maxCPUs, n.CPUs)
-			maxMem = max(maxMem, n.RealMemoryMB)
+		n := cfg.Node(name)
+		if n == nil {
+			continue
+		}
+		cpus += n.CPUs
+		maxCPUs = max(maxCPUs, n.CPUs)
+		maxMem = max(maxMem, n.RealMemoryMB)
+		for _, g := range n.Gres {
+			maxGres[g.Name] = max(maxGres[g.Name], n.GresCount(g.Name))
 		}
 	}
 	if reqCPUs(s) > cpus || max(s.Nodes, 1) > cpus {
@@ -61,14 +118,16 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 	if s.CPUsPerTask > maxCPUs {
 		return &api.Error{Message: api.ErrConfigUnavailable}
 	}
-	if s.MemPerNodeMB > maxMem {
+	if s.MemPerNodeMB > maxMem || s.MemPerCPUMB*int64(max(s.CPUsPerTask, 1)) > maxMem {
 		return &api.Error{Message: api.ErrConfigUnavailable, Detail: api.ErrMemoryUnsatisfied}
 	}
-	if s.Name == "" {
-		s.Name = "sbatch"
+	for _, g := range gres {
+		if g.Count > maxGres[g.Name] {
+			return &api.Error{Message: api.ErrConfigUnavailable}
+		}
 	}
-	if s.WorkDir == "" || s.WorkDir[0] != '/' {
-		return &api.Error{Message: fmt.Sprintf("working directory %q is not an absolute path", s.WorkDir)}
+	if _, n := parseGPUCount(s.GpusPerNode); n > maxGres["gpu"] {
+		return &api.Error{Message: api.ErrConfigUnavailable}
 	}
 	return nil
 }

@@ -161,3 +161,118 @@ func (c *Client) Wait(ctx context.Context, id uint64) (*Job, error) {
 func (c *Client) Config(ctx context.Context, out any) error {
 	return c.do(ctx, http.MethodGet, "/api/config", nil, out)
 }
+
+// Acctmgr reads what sacctmgr shows: QoS, accounts, users, associations.
+func (c *Client) Acctmgr(ctx context.Context) (*AcctmgrState, error) {
+	var out AcctmgrState
+	err := c.do(ctx, http.MethodGet, "/api/acctmgr", nil, &out)
+	return &out, err
+}
+
+// AcctmgrChange commits a sacctmgr add, modify or delete.
+func (c *Client) AcctmgrChange(ctx context.Context, req AcctmgrRequest) (*AcctmgrResult, error) {
+	var out AcctmgrResult
+	err := c.do(ctx, http.MethodPost, "/api/acctmgr", req, &out)
+	return &out, err
+}
+
+// JobControl runs scontrol hold/uhold/release/requeue on jobs.
+func (c *Client) JobControl(ctx context.Context, req JobControlRequest) ([]CancelResult, error) {
+	var out JobControlResponse
+	err := c.do(ctx, http.MethodPost, "/api/jobcontrol", req, &out)
+	return out.Results, err
+}
+
+// ---- job steps: srun, salloc (issue 4) ----
+
+// RunStep creates a step of a running job and runs it, calling fn for each
+// event of its stream (output, task ends, the final Done) as it comes. The
+// request goes to this client's node, which launches the tasks and streams
+// their output; it ends the step if the caller goes away. fn's error stops
+// the stream.
+func (c *Client) RunStep(ctx context.Context, req StepRequest, fn func(*StepEvent) error) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://hpc/api/step/run", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	// No overall timeout: a step runs as long as it runs.
+	resp, err := (&http.Client{Transport: c.hc.Transport}).Do(hr)
+	if err != nil {
+		var ne *net.OpError
+		if errors.As(err, &ne) {
+			return &Error{Message: ErrNoLeader, Detail: fmt.Sprintf("cannot reach the node at %s: %v", c.Socket, ne.Err)}
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e Error
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Message == "" {
+			return fmt.Errorf("run step: %s", resp.Status)
+		}
+		return &e
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev StepEvent
+		if err := dec.Decode(&ev); err != nil {
+			if errors.Is(err, io.EOF) {
+				return errors.New("the node ended the step's stream early")
+			}
+			return err
+		}
+		if err := fn(&ev); err != nil {
+			return err
+		}
+		if ev.Done != nil {
+			return nil
+		}
+	}
+}
+
+// SignalStep signals a step that RunStep runs through this client's node;
+// signal 9 kills it.
+func (c *Client) SignalStep(ctx context.Context, job uint64, step uint32, sig int) error {
+	return c.do(ctx, http.MethodPost, "/api/step/signal", StepSignalRequest{JobID: job, StepID: step, Signal: sig}, nil)
+}
+
+// WaitAllocation blocks until the job has started (or ended) and returns
+// it, with the environment of its allocation once it runs. pending, when
+// set, is called once if the job has to wait.
+func (c *Client) WaitAllocation(ctx context.Context, id uint64, pending func(*Job)) (*Allocation, error) {
+	told := false
+	for {
+		var a Allocation
+		err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/alloc/wait?job=%d&timeout=20s", id), nil, &a)
+		if err != nil {
+			var ae *Error
+			if errors.As(err, &ae) && ae.Message != ErrNoLeader {
+				return nil, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		if a.Job.State != StatePending {
+			return &a, nil
+		}
+		if !told && pending != nil {
+			told = true
+			pending(&a.Job)
+		}
+	}
+}
+
+// Release ends an allocation that salloc or srun made (a job running
+// HolderScript): the job ends with the exit status given.
+func (c *Client) Release(ctx context.Context, req ReleaseRequest) error {
+	return c.do(ctx, http.MethodPost, "/api/alloc/release", req, nil)
+}

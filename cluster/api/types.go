@@ -19,6 +19,7 @@ const (
 	StateTimeout     JobState = "TIMEOUT"
 	StateOutOfMemory JobState = "OUT_OF_MEMORY"
 	StateNodeFail    JobState = "NODE_FAIL"
+	StatePreempted   JobState = "PREEMPTED"
 )
 
 // Short returns squeue's compact state code (PD, R, CD, ...).
@@ -42,6 +43,8 @@ func (s JobState) Short() string {
 		return "OOM"
 	case StateNodeFail:
 		return "NF"
+	case StatePreempted:
+		return "PR"
 	}
 	return string(s)
 }
@@ -49,7 +52,7 @@ func (s JobState) Short() string {
 // Final reports whether a job in this state will never run again.
 func (s JobState) Final() bool {
 	switch s {
-	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StateOutOfMemory, StateNodeFail:
+	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StateOutOfMemory, StateNodeFail, StatePreempted:
 		return true
 	}
 	return false
@@ -79,13 +82,55 @@ type JobSpec struct {
 	Wrap         bool     `json:"wrap,omitempty"`           // script was made from --wrap
 	Env          []string `json:"env,omitempty"`            // the submitter's environment (--export=ALL)
 	SubmitHost   string   `json:"submit_host,omitempty"`
+
+	// sbatch options carried for the controller (issue 5). The client
+	// checks their syntax as Slurm's sbatch does; acting on them is the
+	// controller's part.
+	Account         string    `json:"account,omitempty"`           // -A/--account
+	Array           string    `json:"array,omitempty"`             // -a/--array, as given: "0-15%4", "1,3,5"
+	Constraint      string    `json:"constraint,omitempty"`        // -C/--constraint
+	Dependency      string    `json:"dependency,omitempty"`        // -d/--dependency, as given: "afterok:12:13"
+	Export          string    `json:"export,omitempty"`            // --export as given (Env already honours it)
+	Gpus            string    `json:"gpus,omitempty"`              // -G/--gpus: "2" or "tesla:2"
+	Gres            string    `json:"gres,omitempty"`              // --gres: "gpu:2"
+	GpusPerNode     string    `json:"gpus_per_node,omitempty"`     // --gpus-per-node
+	GpusPerTask     string    `json:"gpus_per_task,omitempty"`     // --gpus-per-task
+	Hold            bool      `json:"hold,omitempty"`              // -H/--hold: submit held (JobHeldUser)
+	Input           string    `json:"input,omitempty"`             // -i/--input pattern, unexpanded
+	MemPerCPUMB     int64     `json:"mem_per_cpu_mb,omitempty"`    // --mem-per-cpu
+	MemPerGPUMB     int64     `json:"mem_per_gpu_mb,omitempty"`    // --mem-per-gpu
+	MaxNodes        int       `json:"max_nodes,omitempty"`         // -N min-max: the max (0: same as Nodes)
+	NTasksPerNode   int       `json:"ntasks_per_node,omitempty"`   // --ntasks-per-node
+	NodeList        string    `json:"node_list,omitempty"`         // -w/--nodelist (hostlist)
+	Exclude         string    `json:"exclude,omitempty"`           // -x/--exclude (hostlist)
+	Exclusive       string    `json:"exclusive,omitempty"`         // --exclusive: "exclusive", "user", "mcs" or "oversubscribe"
+	OpenMode        string    `json:"open_mode,omitempty"`         // --open-mode: "append" or "truncate"
+	QOS             string    `json:"qos,omitempty"`               // -q/--qos
+	Requeue         *bool     `json:"requeue,omitempty"`           // --requeue (true), --no-requeue (false); nil: cluster default
+	TimeMinMin      int64     `json:"time_min_min,omitempty"`      // --time-min, minutes
+	Begin           time.Time `json:"begin,omitzero"`              // --begin, resolved against the submit time
+	Switches        int       `json:"switches,omitempty"`          // --switches=N[@max-time]
+	SwitchesWaitSec int64     `json:"switches_wait_sec,omitempty"` // the @max-time of --switches, seconds
+	Signal          string    `json:"signal,omitempty"`            // --signal=[{R|B}:]sig[@secs], as given
+	MailType        string    `json:"mail_type,omitempty"`         // --mail-type (hpc sends no mail)
+	MailUser        string    `json:"mail_user,omitempty"`         // --mail-user
 }
 
 // NodeAlloc is one node's share of an allocation.
 type NodeAlloc struct {
-	Node  string `json:"node"`
-	CPUs  int    `json:"cpus"`
-	MemMB int64  `json:"mem_mb"`
+	Node  string      `json:"node"`
+	CPUs  int         `json:"cpus"`
+	Tasks int         `json:"tasks,omitempty"`
+	MemMB int64       `json:"mem_mb"`
+	Gres  []GresAlloc `json:"gres,omitempty"`
+}
+
+// GresAlloc names the devices of one GRES pool given to a job on a node
+// (their indices: CUDA_VISIBLE_DEVICES and the devices cgroup use them).
+type GresAlloc struct {
+	Name    string `json:"name"`
+	Type    string `json:"type,omitempty"`
+	Indices []int  `json:"indices"`
 }
 
 // Job is the controller's record of a job.
@@ -115,6 +160,22 @@ type Job struct {
 	CancelledBy uint32 `json:"cancelled_by,omitempty"`
 	StdOut      string `json:"std_out,omitempty"` // expanded path
 	StdErr      string `json:"std_err,omitempty"` // expanded path
+	// Hold is "" (not held), "user" (JobHeldUser) or "admin" (JobHeldAdmin).
+	Hold string `json:"hold,omitempty"`
+	// Restarts counts requeues (scontrol requeue, preemption).
+	Restarts int `json:"restarts,omitempty"`
+	// Preempted is set ("REQUEUE" or "CANCEL") when the job was preempted
+	// (or requeued); it then ends PREEMPTED or goes back to PENDING.
+	Preempted string `json:"preempted,omitempty"`
+	// Priority, ExpectedStart and SchedNodes are the leader's latest
+	// scheduling pass's view (not replicated: recomputed every pass).
+	Priority      uint32    `json:"priority,omitempty"`
+	ExpectedStart time.Time `json:"expected_start,omitzero"`
+	SchedNodes    []string  `json:"sched_nodes,omitempty"`
+	// Steps are the job's srun steps (JOBID.0, JOBID.1, ...), in order;
+	// NextStepID numbers the next one.
+	Steps      []Step `json:"steps,omitempty"`
+	NextStepID uint32 `json:"next_step_id,omitempty"`
 }
 
 // NodeNames returns the allocated node names in allocation order.
@@ -310,3 +371,409 @@ const (
 
 // IsFinalState is a helper for strings coming off the wire.
 func IsFinalState(s string) bool { return JobState(strings.TrimSuffix(s, "+")).Final() }
+
+// ---- sacctmgr: QoS, accounts, users and associations ----
+
+// TRES are trackable-resource amounts, as sacctmgr takes and prints them
+// ("cpu=4,mem=8G,node=2,gres/gpu=1"). Keys are "cpu", "mem" (in MB),
+// "node" and "gres/gpu". In a limit, a missing key means no limit and 0 is
+// a limit of zero; in a change (AcctmgrSet), -1 removes the key.
+type TRES map[string]int64
+
+// TRES names hpc tracks, in the order sacctmgr prints them.
+var TRESNames = []string{"cpu", "gres/gpu", "mem", "node"}
+
+// ParseTRES reads "cpu=4,mem=8G,gres/gpu=1". A number may end in K, M, G,
+// T or P (powers of 1024); mem is in MB, so mem=8G is 8192 and mem=2048K
+// is 2. A value of -1 is kept (it removes the limit in a change).
+func ParseTRES(s string) (TRES, error) {
+	out := TRES{}
+	for _, item := range strings.Split(s, ",") {
+		if item == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(item, "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		known := false
+		for _, n := range TRESNames {
+			known = known || n == name
+		}
+		if !ok || !known {
+			return nil, &Error{Message: "slurmdb_format_tres_str: no TRES known by type " + name}
+		}
+		n, err := parseTRESCount(name, strings.TrimSpace(val))
+		if err != nil {
+			return nil, err
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+func parseTRESCount(name, val string) (int64, error) {
+	if val == "-1" {
+		return -1, nil
+	}
+	var n int64
+	i := 0
+	for ; i < len(val) && val[i] >= '0' && val[i] <= '9'; i++ {
+		if n > (1<<53)/10 {
+			return 0, &Error{Message: "Invalid value for TRES " + name + " (" + val + ")"}
+		}
+		n = n*10 + int64(val[i]-'0')
+	}
+	if i == 0 || len(val) > i+1 {
+		bad := "(empty)"
+		if i < len(val) {
+			bad = val[i : i+1]
+		}
+		return 0, &Error{Message: "Invalid unit type '" + bad + "'. Possible options are 'KMGTP'"}
+	}
+	if i < len(val) {
+		p := strings.IndexByte("KMGTP", val[i]&^0x20)
+		if p < 0 {
+			return 0, &Error{Message: "Invalid unit type '" + val[i:] + "'. Possible options are 'KMGTP'"}
+		}
+		e := p + 1 // K is 1024
+		if name == "mem" {
+			e = p - 1 // mem counts MB: K divides, M is the unit
+		}
+		for ; e > 0; e-- {
+			n *= 1024
+		}
+		if e < 0 {
+			n /= 1024
+		}
+	}
+	return n, nil
+}
+
+// String prints the TRES as sacctmgr does: names in alphabetical order,
+// memory in the largest unit reached by dividing by 1024 while the amount
+// is a multiple of 512 (mem=8G, mem=500M, mem=1.50G, mem=1025M).
+func (t TRES) String() string {
+	var b strings.Builder
+	for _, name := range TRESNames {
+		v, ok := t[name]
+		if !ok {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(name)
+		b.WriteByte('=')
+		if name == "mem" {
+			b.WriteString(FormatMB(v))
+		} else {
+			b.WriteString(intString(v))
+		}
+	}
+	return b.String()
+}
+
+// FormatMB prints a size in MB as Slurm's convert_num_unit does.
+func FormatMB(mb int64) string {
+	if mb <= 0 {
+		return intString(mb)
+	}
+	const units = "MGTPE"
+	u, div := 0, int64(1) // the amount is mb/div in units[u]
+	for u < len(units)-1 && mb/div >= 1024 && mb%(512*div) == 0 {
+		div *= 1024
+		u++
+	}
+	s := intString(mb / div)
+	if mb%div != 0 { // a division left a half
+		s += ".50"
+	}
+	return s + units[u:u+1]
+}
+
+func intString(v int64) string {
+	if v < 0 {
+		return "-" + uintString(uint64(-v))
+	}
+	return uintString(uint64(v))
+}
+
+// Admin levels of sacctmgr users.
+const (
+	AdminNone          = "None"
+	AdminOperator      = "Operator"
+	AdminAdministrator = "Administrator"
+)
+
+// PreemptMode values of a QoS ("" is "cluster": the slurm.conf PreemptMode).
+const (
+	PreemptModeOff     = "OFF"
+	PreemptModeCancel  = "CANCEL"
+	PreemptModeRequeue = "REQUEUE"
+)
+
+// QOS is one quality of service (sacctmgr show qos). A nil limit is no
+// limit; a limit of 0 allows nothing.
+type QOS struct {
+	// ID orders QoS by creation, as sacctmgr lists them.
+	ID                   int      `json:"id"`
+	Name                 string   `json:"name"`
+	Description          string   `json:"description,omitempty"`
+	Priority             int      `json:"priority"`
+	MaxWallMin           *int64   `json:"max_wall_min,omitempty"` // MaxWall, minutes
+	MaxJobsPerUser       *int     `json:"max_jobs_per_user,omitempty"`
+	MaxSubmitJobsPerUser *int     `json:"max_submit_jobs_per_user,omitempty"`
+	MaxTRESPerUser       TRES     `json:"max_tres_per_user,omitempty"`
+	MaxTRESPerJob        TRES     `json:"max_tres_per_job,omitempty"`
+	GrpTRES              TRES     `json:"grp_tres,omitempty"`
+	GrpJobs              *int     `json:"grp_jobs,omitempty"`
+	GrpSubmitJobs        *int     `json:"grp_submit_jobs,omitempty"`
+	Preempt              []string `json:"preempt,omitempty"`      // QoS this one may preempt, sorted
+	PreemptMode          string   `json:"preempt_mode,omitempty"` // "" (cluster), OFF, CANCEL, REQUEUE
+}
+
+// Account is an account record (sacctmgr show account).
+type Account struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Organization string `json:"organization"`
+}
+
+// AcctUser is a user record (sacctmgr show user).
+type AcctUser struct {
+	Name           string `json:"name"`
+	DefaultAccount string `json:"default_account"`
+	AdminLevel     string `json:"admin_level"` // None, Operator, Administrator
+}
+
+// Assoc is an association: an account's own (User "") or a user's under
+// an account. In records nil limits, a nil QOS list and an empty
+// DefaultQOS are inherited from the parent account (Grp limits and
+// shares are not); sacctmgr's answers carry the inherited values.
+type Assoc struct {
+	Account string `json:"account"`
+	User    string `json:"user,omitempty"`
+	// Parent is the parent account of an account association ("" for
+	// root); a user association's parent is its Account.
+	Parent        string   `json:"parent,omitempty"`
+	Shares        int      `json:"shares"` // Fairshare, default 1
+	GrpJobs       *int     `json:"grp_jobs,omitempty"`
+	GrpSubmitJobs *int     `json:"grp_submit_jobs,omitempty"`
+	GrpTRES       TRES     `json:"grp_tres,omitempty"`
+	MaxJobs       *int     `json:"max_jobs,omitempty"`
+	MaxSubmitJobs *int     `json:"max_submit_jobs,omitempty"`
+	MaxTRESPerJob TRES     `json:"max_tres_per_job,omitempty"`
+	MaxWallMin    *int64   `json:"max_wall_min,omitempty"`
+	QOS           []string `json:"qos,omitempty"` // sorted
+	DefaultQOS    string   `json:"default_qos,omitempty"`
+	// Depth is the level in the tree in answers (root 0), for `tree`.
+	Depth int `json:"depth,omitempty"`
+}
+
+// AcctCluster is what sacctmgr show cluster prints of the cluster itself.
+type AcctCluster struct {
+	Name        string `json:"name"`
+	ControlHost string `json:"control_host"`
+	ControlPort int    `json:"control_port"`
+	RPC         int    `json:"rpc"`
+}
+
+// AcctmgrState answers GET /api/acctmgr: everything sacctmgr shows, QoS in
+// creation order, accounts and users by name, associations in tree order.
+type AcctmgrState struct {
+	Cluster  AcctCluster `json:"cluster"`
+	QOS      []QOS       `json:"qos"`
+	Accounts []Account   `json:"accounts"`
+	Users    []AcctUser  `json:"users"`
+	Assocs   []Assoc     `json:"assocs"`
+}
+
+// ListEdit changes a list of names: Op "=" replaces it, "+=" adds to it,
+// "-=" removes from it.
+type ListEdit struct {
+	Op    string   `json:"op"`
+	Names []string `json:"names"`
+}
+
+// AcctmgrSet holds the settings of an add or modify; nil fields are not
+// given. Counts and MaxWallMin of -1 clear a limit; TRES keys of -1 remove
+// that TRES from the limit (other keys are merged in).
+type AcctmgrSet struct {
+	Description          *string   `json:"description,omitempty"`
+	Organization         *string   `json:"organization,omitempty"`
+	Priority             *int      `json:"priority,omitempty"`
+	MaxWallMin           *int64    `json:"max_wall_min,omitempty"`
+	MaxJobsPerUser       *int      `json:"max_jobs_per_user,omitempty"`
+	MaxSubmitJobsPerUser *int      `json:"max_submit_jobs_per_user,omitempty"`
+	MaxTRESPerUser       TRES      `json:"max_tres_per_user,omitempty"`
+	MaxTRESPerJob        TRES      `json:"max_tres_per_job,omitempty"`
+	GrpTRES              TRES      `json:"grp_tres,omitempty"`
+	GrpJobs              *int      `json:"grp_jobs,omitempty"`
+	GrpSubmitJobs        *int      `json:"grp_submit_jobs,omitempty"`
+	Preempt              *ListEdit `json:"preempt,omitempty"`
+	PreemptMode          *string   `json:"preempt_mode,omitempty"` // "" means cluster
+	Fairshare            *int      `json:"fairshare,omitempty"`    // -1: back to 1
+	MaxJobs              *int      `json:"max_jobs,omitempty"`
+	MaxSubmitJobs        *int      `json:"max_submit_jobs,omitempty"`
+	QOS                  *ListEdit `json:"qos,omitempty"`
+	DefaultQOS           *string   `json:"default_qos,omitempty"` // "" clears
+	Parent               *string   `json:"parent,omitempty"`
+	DefaultAccount       *string   `json:"default_account,omitempty"`
+	AdminLevel           *string   `json:"admin_level,omitempty"`
+}
+
+// AcctmgrRequest is one sacctmgr add, modify or delete.
+type AcctmgrRequest struct {
+	Action string `json:"action"` // add, modify, delete
+	Entity string `json:"entity"` // qos, account, user
+	// Names are the QoS, accounts or users to act on; empty in a modify
+	// means all of them.
+	Names []string `json:"names,omitempty"`
+	// Accounts: for add user, the accounts to add the users to; for
+	// modify/delete user, only their associations under these accounts.
+	Accounts []string   `json:"accounts,omitempty"`
+	Set      AcctmgrSet `json:"set"`
+}
+
+// AssocRef names an association in sacctmgr's messages.
+type AssocRef struct {
+	Account string `json:"account"`
+	User    string `json:"user,omitempty"`
+	Parent  string `json:"parent,omitempty"`
+}
+
+// AcctmgrResult says what an add, modify or delete changed; all empty
+// means nothing matched (" Nothing modified").
+type AcctmgrResult struct {
+	Cluster  string     `json:"cluster"`
+	QOS      []string   `json:"qos,omitempty"`      // QoS added, modified or deleted
+	Accounts []string   `json:"accounts,omitempty"` // account records
+	Users    []string   `json:"users,omitempty"`    // user records
+	Assocs   []AssocRef `json:"assocs,omitempty"`   // associations
+	// UsersNoAssoc are users deleted because their last association went.
+	UsersNoAssoc []string `json:"users_no_assoc,omitempty"`
+}
+
+// ErrInvalidQOS is Slurm's text for a QoS a job may not use.
+const ErrInvalidQOS = "Invalid qos specification"
+
+// ---- scontrol hold/release/requeue ----
+
+// JobControlRequest asks for scontrol hold, uhold, release or requeue of
+// jobs.
+type JobControlRequest struct {
+	JobIDs []uint64 `json:"job_ids"`
+	// Action is "hold" (an administrator's hold when root asks, else the
+	// user's), "uhold" (a user hold), "release" or "requeue".
+	Action string `json:"action"`
+}
+
+// JobControlResponse has one result per job, with Slurm's error text.
+type JobControlResponse struct {
+	Results []CancelResult `json:"results"`
+}
+
+// ---- job steps: srun, salloc (issue 4) ----
+
+// Step is one job step started by srun: sacct's and squeue -s's JOBID.ID.
+type Step struct {
+	ID    uint32   `json:"id"`
+	Name  string   `json:"name"`
+	Nodes []string `json:"nodes"` // in task order: tasks 0.. on Nodes[0], then Nodes[1]...
+	Tasks []int    `json:"tasks"` // tasks on each node of Nodes
+	// CPUsPerTask is the step's -c (or the job's).
+	CPUsPerTask int `json:"cpus_per_task"`
+	// Launcher is the node whose daemon runs the step for its srun.
+	Launcher string    `json:"launcher"`
+	State    JobState  `json:"state"`
+	ExitCode int       `json:"exit_code"`
+	Signal   int       `json:"signal"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end,omitzero"`
+}
+
+// NTasks is the step's number of tasks.
+func (s *Step) NTasks() int {
+	n := 0
+	for _, t := range s.Tasks {
+		n += t
+	}
+	return n
+}
+
+// StepRequest is what srun asks for: a step of a running job.
+type StepRequest struct {
+	JobID         uint64   `json:"job_id"`
+	Name          string   `json:"name,omitempty"`            // default: the command's base name
+	Nodes         int      `json:"nodes,omitempty"`           // -N; 0: the job's nodes
+	NTasks        int      `json:"ntasks,omitempty"`          // -n; 0: the job's tasks, or one per node
+	NTasksPerNode int      `json:"ntasks_per_node,omitempty"` // --ntasks-per-node
+	CPUsPerTask   int      `json:"cpus_per_task,omitempty"`   // -c; 0: the job's
+	NodeList      string   `json:"node_list,omitempty"`       // -w hostlist: these nodes of the job first
+	Argv          []string `json:"argv"`
+	Env           []string `json:"env,omitempty"`    // srun's environment
+	Export        string   `json:"export,omitempty"` // --export: "", ALL, NONE, or a list (with or without ALL)
+	WorkDir       string   `json:"work_dir,omitempty"`
+}
+
+// Stream numbers of StepEvent.Stream.
+const (
+	StreamStdout = 1
+	StreamStderr = 2
+)
+
+// StepEvent is one line of a running step's stream, as srun reads it:
+// first the step as created, then the tasks' output and ends as they
+// happen, last Done.
+type StepEvent struct {
+	Step    *Step     `json:"step,omitempty"`
+	Warning string    `json:"warning,omitempty"` // a line srun prints ("can't run 1 processes on 2 nodes...")
+	Task    int       `json:"task,omitempty"`
+	Stream  int       `json:"stream,omitempty"` // StreamStdout or StreamStderr, with Data
+	Data    []byte    `json:"data,omitempty"`
+	Exit    *TaskExit `json:"exit,omitempty"`
+	Done    *StepDone `json:"done,omitempty"`
+}
+
+// TaskExit is how one task of a step ended.
+type TaskExit struct {
+	Task     int    `json:"task"`
+	Node     string `json:"node"`
+	ExitCode int    `json:"exit_code"`
+	Signal   int    `json:"signal,omitempty"`
+}
+
+// StepDone ends a step's stream.
+type StepDone struct {
+	State    JobState `json:"state"`
+	ExitCode int      `json:"exit_code"` // the highest task exit code
+	Signal   int      `json:"signal,omitempty"`
+	// Error says why (some) tasks could not run ("node2: ..."), if so.
+	Error string `json:"error,omitempty"`
+}
+
+// StepSignalRequest asks srun's node to signal a step; Signal 9 kills it.
+type StepSignalRequest struct {
+	JobID  uint64 `json:"job_id"`
+	StepID uint32 `json:"step_id"`
+	Signal int    `json:"signal"`
+}
+
+// Allocation is a running job as salloc and srun see it once it starts:
+// the job and the environment an allocation's shell gets.
+type Allocation struct {
+	Job Job      `json:"job"`
+	Env []string `json:"env,omitempty"` // SLURM_JOB_ID=..., set when the job runs
+}
+
+// ReleaseRequest ends an allocation made by salloc or srun (a job whose
+// batch step is HolderScript) with the given exit status.
+type ReleaseRequest struct {
+	JobID    uint64 `json:"job_id"`
+	ExitCode int    `json:"exit_code"`
+	Signal   int    `json:"signal,omitempty"`
+}
+
+// HolderScript is the batch script of the jobs salloc and srun (outside a
+// job) submit: it holds the allocation until the client releases it, and
+// the job then ends with the exit status the client gives.
+const HolderScript = "#!/bin/sh\n# hpc: holds an allocation for salloc or srun until it is released\nexec sleep infinity\n"

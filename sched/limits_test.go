@@ -1,0 +1,116 @@
+package sched
+
+import (
+	"testing"
+	"time"
+)
+
+func TestQOSLimits(t *testing.T) {
+	cases := []struct {
+		name   string
+		limits Limits
+		job    Job
+		want   string
+	}{
+		{"max jobs per user", Limits{MaxJobsPerUser: 1}, Job{}, ReasonQOSMaxJobsPerUserLimit},
+		{"max cpu per user", Limits{MaxTRESPerUser: TRES{CPU: 2}}, Job{NTasks: 2}, ReasonQOSMaxCpuPerUserLimit},
+		{"max node per user", Limits{MaxTRESPerUser: TRES{Node: 1}}, Job{}, ReasonQOSMaxNodePerUserLimit},
+		{"max mem per user", Limits{MaxTRESPerUser: TRES{MemMB: 1500}}, Job{MemPerNodeMB: 1000}, ReasonQOSMaxMemoryPerUser},
+		{"max gpu per user", Limits{MaxTRESPerUser: TRES{GPU: 1}}, Job{GPUsPerNode: 1}, ReasonQOSMaxGRESPerUser},
+		{"grp jobs", Limits{GrpJobs: 1}, Job{User: "other"}, ReasonQOSGrpJobsLimit},
+		{"grp cpu", Limits{GrpTRES: TRES{CPU: 2}}, Job{User: "other", NTasks: 2}, ReasonQOSGrpCpuLimit},
+		{"grp mem", Limits{GrpTRES: TRES{MemMB: 1000}}, Job{User: "other", MemPerNodeMB: 1}, ReasonQOSGrpMemLimit},
+		{"grp node", Limits{GrpTRES: TRES{Node: 1}}, Job{User: "other"}, ReasonQOSGrpNodeLimit},
+		{"grp gpu", Limits{GrpTRES: TRES{GPU: 1}}, Job{User: "other", GPUsPerNode: 1}, ReasonQOSGrpGRES},
+		{"max cpu per job", Limits{MaxTRESPerJob: TRES{CPU: 1}}, Job{NTasks: 2}, ReasonQOSMaxCpuPerJobLimit},
+		{"max node per job", Limits{MaxTRESPerJob: TRES{Node: 1}}, Job{Nodes: 2}, ReasonQOSMaxNodePerJobLimit},
+		{"max mem per job", Limits{MaxTRESPerJob: TRES{MemMB: 10}}, Job{MemPerNodeMB: 11}, ReasonQOSMaxMemoryPerJob},
+		{"max gpu per job", Limits{MaxTRESPerJob: TRES{GPU: 1}}, Job{GPUsPerNode: 2}, ReasonQOSMaxGRESPerJob},
+		{"max wall", Limits{MaxWall: time.Hour}, Job{TimeLimit: 2 * time.Hour}, ReasonQOSMaxWallDurationPerJob},
+		{"max wall unlimited job", Limits{MaxWall: time.Hour}, Job{}, ReasonQOSMaxWallDurationPerJob},
+		{"within limits", Limits{MaxJobsPerUser: 2, GrpTRES: TRES{CPU: 4}}, Job{}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := gpuLab()
+			s.QOS = []QOS{{Name: "normal", Limits: c.limits}}
+			s.Running = []RunningJob{{ID: 9, User: "u", Alloc: []Alloc{{Node: "gpu1", CPUs: 1, MemMB: 1000,
+				Gres: []GresAlloc{{Name: "gpu", Indices: []int{0}}}}}}}
+			j := c.job
+			j.ID = 1
+			if j.User == "" {
+				j.User = "u"
+			}
+			s.Pending = []Job{j}
+			res := Schedule(s)
+			if got := res.Jobs[0].Reason; got != c.want {
+				t.Fatalf("reason %q, want %q", got, c.want)
+			}
+			if (c.want == "") != (len(res.Starts) == 1) {
+				t.Fatalf("starts %+v", res.Starts)
+			}
+		})
+	}
+}
+
+func TestLimitsCountJobsStartedInThePass(t *testing.T) {
+	s := lab(4)
+	s.QOS = []QOS{{Name: "normal", Limits: Limits{MaxJobsPerUser: 2}}}
+	s.Pending = []Job{{ID: 1, User: "u"}, {ID: 2, User: "u"}, {ID: 3, User: "u"}, {ID: 4, User: "v"}}
+	res := Schedule(s)
+	if len(res.Starts) != 3 || reasons(res)[3] != ReasonQOSMaxJobsPerUserLimit {
+		t.Fatalf("starts %+v reasons %v", res.Starts, reasons(res))
+	}
+	// A job held back by a limit neither waits for resources nor blocks
+	// others: job 4 is not "Priority".
+	if startOf(res, 4) == nil {
+		t.Fatal("job 4 should start")
+	}
+}
+
+func TestAssocLimits(t *testing.T) {
+	base := func() Snapshot {
+		s := lab(4)
+		s.Assocs = []Assoc{
+			{Account: "phys"}, {Account: "theory", Parent: "phys"},
+			{Account: "theory", User: "u"}, {Account: "theory", User: "w"},
+		}
+		s.Running = []RunningJob{{ID: 9, User: "w", Account: "theory", Alloc: []Alloc{{Node: "node1", CPUs: 2}}}}
+		return s
+	}
+	cases := []struct {
+		name  string
+		setup func(s *Snapshot)
+		job   Job
+		want  string
+	}{
+		{"grp cpu on a parent account", func(s *Snapshot) { s.Assocs[0].Limits.GrpTRES.CPU = 3 }, Job{NTasks: 2}, ReasonAssocGrpCpuLimit},
+		{"grp jobs on the account", func(s *Snapshot) { s.Assocs[1].Limits.GrpJobs = 1 }, Job{}, ReasonAssocGrpJobsLimit},
+		{"grp node", func(s *Snapshot) { s.Assocs[1].Limits.GrpTRES.Node = 1 }, Job{}, ReasonAssocGrpNodeLimit},
+		{"max jobs inherited from the account", func(s *Snapshot) { s.Assocs[1].Limits.MaxJobsPerUser = 1 }, Job{User: "w"}, ReasonAssocMaxJobsLimit},
+		{"max jobs is per user", func(s *Snapshot) { s.Assocs[1].Limits.MaxJobsPerUser = 1 }, Job{}, ""},
+		{"max wall", func(s *Snapshot) { s.Assocs[0].Limits.MaxWall = time.Hour }, Job{TimeLimit: 61 * time.Minute}, ReasonAssocMaxWallDurationPerJob},
+		{"max cpu per job", func(s *Snapshot) { s.Assocs[2].Limits.MaxTRESPerJob.CPU = 1 }, Job{NTasks: 2}, ReasonAssocMaxCpuPerJobLimit},
+		{"max node per job", func(s *Snapshot) { s.Assocs[2].Limits.MaxTRESPerJob.Node = 1 }, Job{Nodes: 2}, ReasonAssocMaxNodePerJobLimit},
+		{"qos limit overrides the association's", func(s *Snapshot) {
+			s.Assocs[0].Limits.GrpTRES.CPU = 3
+			s.QOS = []QOS{{Name: "normal", Limits: Limits{GrpTRES: TRES{CPU: 100}}}}
+		}, Job{NTasks: 2}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := base()
+			c.setup(&s)
+			j := c.job
+			j.ID = 1
+			j.Account = "theory"
+			if j.User == "" {
+				j.User = "u"
+			}
+			s.Pending = []Job{j}
+			if got := Schedule(s).Jobs[0].Reason; got != c.want {
+				t.Fatalf("reason %q, want %q", got, c.want)
+			}
+		})
+	}
+}

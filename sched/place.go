@@ -1,0 +1,547 @@
+package sched
+
+import (
+	"slices"
+	"sort"
+)
+
+// availOver is the least a node has available at any time in [from, to):
+// free now, plus running jobs that end, less reservations.
+func (p *pass) availOver(n int32, from, to int64) vec {
+	return p.ns[n].availOver(p.now, from, to)
+}
+
+func (st *nstate) availOver(now, from, to int64) vec {
+	a := st.free
+	ev := st.ev
+	if st.dl >= to && from <= now {
+		return a // only releases come before to: now is the least
+	}
+	i := 0
+	for i < len(ev) && ev[i].t <= from {
+		a.add(&ev[i].d)
+		i++
+	}
+	m := a
+	for i < len(ev) && ev[i].t < to {
+		t := ev[i].t
+		for i < len(ev) && ev[i].t == t {
+			a.add(&ev[i].d)
+			i++
+		}
+		m.lower(&a)
+	}
+	return m
+}
+
+// addEvent inserts an event in time order (after events of the same time).
+func (p *pass) addEvent(n int32, e event) { p.ns[n].addEvent(e) }
+
+func (st *nstate) addEvent(e event) {
+	ev := st.ev
+	i := sort.Search(len(ev), func(k int) bool { return ev[k].t > e.t })
+	ev = append(ev, event{})
+	copy(ev[i+1:], ev[i:])
+	ev[i] = e
+	st.ev = ev
+}
+
+// refresh recomputes a node's least future availability and its index
+// entry after its free resources or events changed.
+func (p *pass) refresh(n int32) {
+	p.ns[n].refresh(p.now)
+	p.idx.update(p, n)
+}
+
+func (st *nstate) refresh(now int64) {
+	if st.dl == forever {
+		st.cons = st.free
+	} else {
+		st.cons = st.availOver(now, now, forever)
+	}
+}
+
+// takeOn starts d on the node now until end, with the given devices.
+func (st *nstate) takeOn(d *vec, devs *[maxPools]uint64, end int64) {
+	st.free.sub(d)
+	for k := range devs {
+		st.dev[k] &^= devs[k]
+	}
+	if end < forever {
+		st.addEvent(event{t: end, d: *d})
+	}
+}
+
+// reserveOn holds d on the node from t until end.
+func (st *nstate) reserveOn(d *vec, t, end int64) {
+	st.addEvent(event{t: t, d: d.neg()})
+	if end < forever {
+		st.addEvent(event{t: end, d: *d})
+	}
+	st.dl = min(st.dl, t)
+}
+
+func (st *nstate) equal(o *nstate) bool {
+	return st.free == o.free && st.dev == o.dev && st.dl == o.dl && st.cons == o.cons && slices.Equal(st.ev, o.ev)
+}
+
+// piece is one node's share of a placement.
+type piece struct {
+	n     int32
+	tasks int32
+	d     vec
+}
+
+// eligibleNode reports whether node n may ever serve the job in partition
+// pi: in the partition, up, matching -C, not excluded.
+func (p *pass) eligibleNode(r *request, pi int32, n int32) bool {
+	return p.parts[pi].has(n) && p.nodes[n].state == NodeUp && r.cons.match(&p.nodes[n]) && !r.excluded(n)
+}
+
+// probeFor is the least one node must have for one task of the job.
+func (p *pass) probeFor(r *request, pi int32, excl bool, end int64) probe {
+	q := probe{cpu: r.cpt, mem: r.memNode + r.memTask, excl: excl, part: p.parts[pi].bit, end: end}
+	if r.cons != nil {
+		q.feats = r.cons.all
+	}
+	for _, g := range r.gres {
+		if g.name >= 0 && g.name < idxGres {
+			q.g[g.name] += g.perNode + g.perTask
+		}
+	}
+	return q
+}
+
+// placeNow looks for room to start job j in partition pi now, running
+// until end. It returns the pieces (nil: no room) and, when only the leaf
+// switch bound stood in the way, true.
+func (p *pass) placeNow(j *jobInfo, pi int32, end int64) ([]piece, bool) {
+	r := &j.req
+	excl := r.excl || p.parts[pi].excl
+	topo := len(p.topo.sw) > 0
+	var cands []cand
+	var sum int64
+	capOf := func(n int32) int32 {
+		if !p.eligibleNode(r, pi, n) {
+			return 0
+		}
+		a := p.availOver(n, p.now, end)
+		return r.capOn(&p.nodes[n], &a, excl)
+	}
+	// -w nodes come first and must all be used.
+	for _, n := range r.want {
+		c := capOf(n)
+		if c == 0 {
+			return nil, false
+		}
+		cands = append(cands, cand{n, c})
+		sum += int64(c)
+	}
+	need := r.nodes
+	enough := func() bool {
+		if need > 0 {
+			return int32(len(cands)) >= need && sum >= int64(r.tasks)
+		}
+		return sum >= int64(r.tasks)
+	}
+	multi := need > 1 || (need == 0 && r.tasks > 1)
+	full := topo && multi
+	if full && need == 0 && len(r.want) == 0 {
+		// A job free to use one node needs no tree when one node holds
+		// it all: look for such a node first.
+		one := *r
+		one.nodes = 1
+		q := p.probeFor(&one, pi, excl, end)
+		q.cpu = r.cpt * r.tasks
+		q.mem = r.memNode + r.memTask*int64(r.tasks)
+		for k := range q.g {
+			q.g[k] = 0
+		}
+		for _, g := range r.gres {
+			if g.name >= 0 && g.name < idxGres {
+				q.g[g.name] += g.perNode + g.perTask*r.tasks
+			}
+		}
+		var single []cand
+		p.idx.each(&q, func(n int32) bool {
+			if c := capOf(n); c >= r.tasks {
+				single = []cand{{n, c}}
+				return true
+			}
+			return false
+		})
+		if single != nil {
+			return p.split(r, single, 0, excl, p.now, end)
+		}
+	}
+	if !enough() || full {
+		q := p.probeFor(r, pi, excl, end)
+		p.idx.each(&q, func(n int32) bool {
+			if len(r.want) > 0 && slices.Contains(r.want, n) {
+				return false
+			}
+			c := capOf(n)
+			if c == 0 {
+				return false
+			}
+			cands = append(cands, cand{n, c})
+			sum += int64(c)
+			return !full && enough()
+		})
+	}
+	if !enough() {
+		return nil, false
+	}
+	var chosen []cand
+	switch {
+	case full && len(r.want) == 0:
+		{
+			maxLeaves := int32(0)
+			if r.leaves > 0 && p.now < r.leavesT {
+				maxLeaves = r.leaves
+			}
+			if need > 0 {
+				// Every node takes an even share on the tree.
+				q := ceilDiv(r.tasks, need)
+				kept := cands[:0:0]
+				for _, c := range cands {
+					if c.cap >= q {
+						kept = append(kept, c)
+					}
+				}
+				cands = kept
+			}
+			var leafBound bool
+			chosen, leafBound = p.topo.pick(p.nodes, cands, need, r.tasks, maxLeaves)
+			if chosen == nil {
+				return nil, leafBound
+			}
+		}
+	case need > 0:
+		chosen = pickCount(cands, len(r.want), need, r.tasks)
+		if chosen == nil {
+			return nil, false
+		}
+	default:
+		chosen = cands
+	}
+	return p.split(r, chosen, need, excl, p.now, end)
+}
+
+// pickCount chooses need nodes from cands (the first fixed ones always)
+// whose room adds up to tasks: the first in order when they suffice, else
+// the roomiest.
+func pickCount(cands []cand, fixed int, need, tasks int32) []cand {
+	if int32(len(cands)) < need {
+		return nil
+	}
+	first := cands[:need:need]
+	var s int64
+	for _, c := range first {
+		s += int64(c.cap)
+	}
+	if s >= int64(tasks) {
+		return first
+	}
+	rest := append([]cand(nil), cands[fixed:]...)
+	sort.SliceStable(rest, func(a, b int) bool { return rest[a].cap > rest[b].cap })
+	out := append(append([]cand(nil), cands[:fixed]...), rest[:int(need)-fixed]...)
+	s = 0
+	for _, c := range out {
+		s += int64(c.cap)
+	}
+	if s < int64(tasks) {
+		return nil
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].n < out[b].n })
+	return out
+}
+
+// split spreads the tasks over the chosen nodes (block: fill in order,
+// leaving one task for each node still to come when the count is fixed)
+// and works out what each node gives, available over [from, to).
+func (p *pass) split(r *request, chosen []cand, need int32, excl bool, from, to int64) ([]piece, bool) {
+	left := r.tasks
+	var out []piece
+	for i, c := range chosen {
+		if left == 0 {
+			break
+		}
+		take := min(c.cap, left)
+		if need > 0 {
+			take = min(c.cap, left-int32(len(chosen)-i-1))
+		}
+		if take <= 0 {
+			return nil, false
+		}
+		a := p.availOver(c.n, from, to)
+		d, ok := r.demand(&p.nodes[c.n], &a, take, excl)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, piece{n: c.n, tasks: take, d: d})
+		left -= take
+	}
+	if left > 0 {
+		return nil, false
+	}
+	return out, false
+}
+
+// take starts pieces now until end: the resources leave the free pool
+// (devices chosen, lowest first) and come back at end.
+func (p *pass) take(pieces []piece, end int64) [][maxPools]uint64 {
+	devs := make([][maxPools]uint64, len(pieces))
+	for i := range pieces {
+		pc := &pieces[i]
+		n := pc.n
+		p.touch(n)
+		for k := 0; k < p.nodes[n].npool; k++ {
+			if pc.d.g[k] > 0 {
+				devs[i][k] = pickDevices(p.ns[n].dev[k], pc.d.g[k])
+			}
+		}
+		p.ns[n].takeOn(&pc.d, &devs[i], end)
+		p.refresh(n)
+	}
+	return devs
+}
+
+// reserve holds pieces for a job planned to start at t and end at end.
+func (p *pass) reserve(pieces []piece, t, end int64) {
+	for i := range pieces {
+		pc := &pieces[i]
+		p.touch(pc.n)
+		p.ns[pc.n].reserveOn(&pc.d, t, end)
+		p.refresh(pc.n)
+	}
+}
+
+// horizon is how far ahead reservations are planned: BackfillWindow past
+// the start of the priority period (or now, without one), so that it stays
+// put between passes of a period.
+func (p *pass) horizon() int64 {
+	if p.s.Config.PriorityCalcPeriod > 0 {
+		return p.calcAt + p.bfWindow
+	}
+	return p.now + p.bfWindow
+}
+
+// spans calls emit for every stretch of time, starting by horizon, in
+// which the node could start a job of dur seconds that fits when fits says
+// so: starts in [s, f]. emit returns true to stop.
+func (st *nstate) spans(now, horizon, dur int64, fits func(*vec) bool, emit func(s, f int64) bool) {
+	a := st.free
+	ev := st.ev
+	i := 0
+	for i < len(ev) && ev[i].t <= now {
+		a.add(&ev[i].d)
+		i++
+	}
+	good := fits(&a)
+	start := now
+	out := func(end int64) bool {
+		if start > horizon {
+			return true
+		}
+		f := int64(forever)
+		if end < forever {
+			if dur >= forever || end-dur < start {
+				return false
+			}
+			f = end - dur
+		}
+		return emit(start, f)
+	}
+	for i < len(ev) {
+		t := ev[i].t
+		for i < len(ev) && ev[i].t == t {
+			a.add(&ev[i].d)
+			i++
+		}
+		g := fits(&a)
+		switch {
+		case good && !g:
+			if out(t) {
+				return
+			}
+		case !good && g:
+			start = t
+		}
+		good = g
+		if !good && t > horizon {
+			return
+		}
+	}
+	if good {
+		out(forever)
+	}
+}
+
+// span is a stretch of time in which a node could start a job's share:
+// starts in [s, f].
+type span struct {
+	n    int32
+	s, f int64
+	want bool
+}
+
+// shape is how job j is planned in partition pi: k nodes of q tasks each.
+// A fixed node count splits the tasks evenly; a free one uses as few nodes
+// as the roomiest node allows.
+func (p *pass) shape(j *jobInfo, pi int32, excl bool) (k, q int32, ok bool) {
+	r := &j.req
+	k = r.nodes
+	if k > 0 {
+		q = ceilDiv(r.tasks, k)
+	} else {
+		var qmax int32
+		for _, pc := range p.parts[pi].classes {
+			n := &p.nodes[pc.rep]
+			if pc.up > 0 && r.cons.match(n) {
+				qmax = max(qmax, r.capOn(n, &n.total, excl))
+			}
+		}
+		if qmax == 0 {
+			return 0, 0, false
+		}
+		if qmax >= r.tasks {
+			k, q = 1, r.tasks
+		} else {
+			k = ceilDiv(r.tasks, qmax)
+			q = ceilDiv(r.tasks, k)
+		}
+	}
+	if r.tpn > 0 && q > r.tpn {
+		return 0, 0, false
+	}
+	return k, q, true
+}
+
+// plan finds the earliest time within the backfill window at which job j
+// could start in partition pi for dur seconds, by the end times of running
+// jobs and the reservations made so far, and the nodes it would use.
+func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, bool) {
+	r := &j.req
+	excl := r.excl || p.parts[pi].excl
+	part := &p.parts[pi]
+	k, q, ok := p.shape(j, pi, excl)
+	if !ok {
+		return 0, nil, false
+	}
+	horizon := p.horizon()
+	var spans []span
+	wantLeft := int32(len(r.want))
+	for _, n := range part.nodes {
+		if !p.eligibleNode(r, pi, n) {
+			continue
+		}
+		node := &p.nodes[n]
+		if r.capOn(node, &node.total, excl) < q {
+			continue
+		}
+		want := len(r.want) > 0 && slices.Contains(r.want, n)
+		p.ns[n].spans(p.now, horizon, dur, func(a *vec) bool { return r.capOn(node, a, excl) >= q },
+			func(s, f int64) bool {
+				spans = append(spans, span{n: n, s: s, f: f, want: want})
+				return false
+			})
+	}
+	// Sweep the spans in time order: the first moment enough nodes (and
+	// all -w nodes) are free together.
+	keys := make([]int64, 0, 2*len(spans))
+	for si, sp := range spans {
+		keys = append(keys, (sp.s-p.now)<<22|int64(si))
+		if sp.f < horizon {
+			keys = append(keys, (sp.f-p.now)<<22|1<<21|int64(si))
+		}
+	}
+	slices.Sort(keys)
+	var count, wants int32
+	others := k - wantLeft
+	tries := 0
+	for _, key := range keys {
+		sp := &spans[key&(1<<21-1)]
+		if key&(1<<21) != 0 {
+			if sp.want {
+				wants--
+			} else {
+				count--
+			}
+			continue
+		}
+		if sp.want {
+			wants++
+		} else {
+			count++
+		}
+		if wants < wantLeft || count < others {
+			continue
+		}
+		t := sp.s
+		if pieces, ok := p.planAt(j, pi, spans, t, k, q, dur, excl); ok {
+			return t, pieces, true
+		}
+		if tries++; tries >= 32 {
+			break
+		}
+	}
+	return 0, nil, false
+}
+
+// planAt picks nodes among the spans open at t and works out the pieces.
+func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, dur int64, excl bool) ([]piece, bool) {
+	r := &j.req
+	var fixed, cands []cand
+	for _, sp := range spans {
+		if sp.s <= t && t <= sp.f {
+			if sp.want {
+				fixed = append(fixed, cand{sp.n, q})
+			} else {
+				cands = append(cands, cand{sp.n, q})
+			}
+		}
+	}
+	// A node can have several spans; keep one entry each.
+	cands = slices.CompactFunc(cands, func(a, b cand) bool { return a.n == b.n })
+	slices.SortFunc(cands, func(a, b cand) int { return int(a.n) - int(b.n) })
+	cands = slices.CompactFunc(cands, func(a, b cand) bool { return a.n == b.n })
+	rest := k - int32(len(fixed))
+	var chosen []cand
+	if len(p.topo.sw) > 0 && k > 1 && len(fixed) == 0 {
+		maxLeaves := int32(0)
+		if r.leaves > 0 && t < r.leavesT {
+			maxLeaves = r.leaves
+		}
+		chosen, _ = p.topo.pick(p.nodes, cands, k, k*q, maxLeaves)
+		if chosen == nil {
+			return nil, false
+		}
+	} else {
+		if int32(len(cands)) < rest {
+			return nil, false
+		}
+		chosen = append(fixed, cands[:rest]...)
+		slices.SortFunc(chosen, func(a, b cand) int { return int(a.n) - int(b.n) })
+	}
+	end := int64(forever)
+	if dur < forever {
+		end = t + dur
+	}
+	var out []piece
+	left := r.tasks
+	for i, c := range chosen {
+		take := min(q, left-int32(len(chosen)-i-1))
+		if take <= 0 {
+			take = 1
+		}
+		a := p.availOver(c.n, t, end)
+		d, ok := r.demand(&p.nodes[c.n], &a, take, excl)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, piece{n: c.n, tasks: take, d: d})
+		left -= take
+	}
+	return out, true
+}

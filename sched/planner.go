@@ -1,0 +1,436 @@
+package sched
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Planner keeps a snapshot and the compiled state of its last pass, so that
+// the pass after a small change (a job ends, starts, is submitted or
+// cancelled, time moves on) redoes only what the change can affect. Plan
+// always returns exactly what Schedule returns for Snapshot(); the tests
+// hold it to that.
+//
+// The saving needs priorities that stand still between passes: set
+// Config.PriorityCalcPeriod (Slurm's PriorityCalcPeriod, 5 minutes there),
+// or use priority/basic. A pass in a new period, a change of fair-share,
+// or any change made with Reset, compiles everything again.
+//
+// A Planner is not safe for concurrent use.
+type Planner struct {
+	s    Snapshot
+	p    *pass
+	full bool
+
+	runIx map[uint64]int32 // running job id -> index in s.Running and p.run
+	jobIx map[uint64]int32 // pending job id -> index in s.Pending and p.jobs
+
+	// Changes since the last pass, for the replay.
+	pre    map[int32]nstate // nodes changed: their state after the last pass
+	ghosts []ghost          // jobs of the last pass's queue that left
+	dirty  dirtyKeys
+}
+
+// Delta is a change to a Planner's snapshot.
+type Delta struct {
+	// Now is the new time; zero leaves it.
+	Now time.Time
+	// Ended are running jobs that ended (or were requeued: submit them
+	// again). Their use moves to Snapshot.Usage, from their start to Now.
+	Ended []uint64
+	// Started are jobs now running, usually the last Plan's starts as
+	// committed. A pending job of the same id leaves the queue.
+	Started []RunningJob
+	// Submitted are new pending jobs; one with the id of a pending job
+	// replaces it.
+	Submitted []Job
+	// Removed are pending jobs that left (cancelled, or started elsewhere).
+	Removed []uint64
+}
+
+// ghost is a job that was in the last pass's queue and is gone: its
+// decision still shaped the last pass, at its place in the queue.
+type ghost struct {
+	tier  int
+	qprio uint32
+	id    uint64
+	dec   decision
+}
+
+// dirtyKeys are limit counters that differ from the last pass's walk.
+type dirtyKeys struct {
+	qos   map[int32]bool
+	user  map[[2]int32]bool
+	assoc map[int32]bool
+}
+
+func (d *dirtyKeys) reset() {
+	d.qos, d.user, d.assoc = map[int32]bool{}, map[[2]int32]bool{}, map[int32]bool{}
+}
+
+func (d *dirtyKeys) mark(p *pass, qos, user, assoc int32) {
+	if qos >= 0 {
+		d.qos[qos] = true
+		d.user[[2]int32{qos, user}] = true
+	}
+	for a := assoc; a >= 0; a = p.tree.nodes[a].parent {
+		d.assoc[a] = true
+	}
+}
+
+func (d *dirtyKeys) hits(p *pass, j *jobInfo) bool {
+	if len(d.qos) == 0 && len(d.assoc) == 0 {
+		return false
+	}
+	if j.qos >= 0 && (d.qos[j.qos] || d.user[[2]int32{j.qos, j.user}]) {
+		return true
+	}
+	for a := j.assoc; a >= 0; a = p.tree.nodes[a].parent {
+		if d.assoc[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// NewPlanner makes a Planner for s. It keeps its own copies of the lists
+// it changes (Running, Pending, Usage); the rest of s must not change.
+func NewPlanner(s Snapshot) *Planner {
+	pl := &Planner{}
+	pl.Reset(s)
+	return pl
+}
+
+// Reset replaces the whole snapshot; the next Plan compiles everything.
+func (pl *Planner) Reset(s Snapshot) {
+	s.Running = slices.Clone(s.Running)
+	s.Pending = slices.Clone(s.Pending)
+	s.Usage = slices.Clone(s.Usage)
+	pl.s = s
+	pl.p = nil
+	pl.full = true
+	pl.runIx = make(map[uint64]int32, len(s.Running))
+	for i := range s.Running {
+		pl.runIx[s.Running[i].ID] = int32(i)
+	}
+	pl.jobIx = make(map[uint64]int32, len(s.Pending))
+	for i := range s.Pending {
+		pl.jobIx[s.Pending[i].ID] = int32(i)
+	}
+	pl.pre = map[int32]nstate{}
+	pl.ghosts = nil
+	pl.dirty.reset()
+}
+
+// Snapshot is the planner's current snapshot. It shares the planner's
+// lists: read it, do not change it.
+func (pl *Planner) Snapshot() Snapshot { return pl.s }
+
+// Plan runs a pass and returns what Schedule(pl.Snapshot()) returns. The
+// result's lists belong to the planner until the next Plan or Apply.
+func (pl *Planner) Plan() Result {
+	if pl.p == nil || pl.full || !pl.incremental() {
+		pl.fullPass()
+	}
+	return pl.p.res
+}
+
+func (pl *Planner) fullPass() {
+	p := newPass(&pl.s)
+	p.compileJobs()
+	p.priorities()
+	p.prepare()
+	p.walk()
+	pl.p = p
+	pl.full = false
+	pl.pre = map[int32]nstate{}
+	pl.ghosts = nil
+	pl.dirty.reset()
+}
+
+// Apply changes the snapshot.
+func (pl *Planner) Apply(d Delta) {
+	if !d.Now.IsZero() {
+		pl.s.Now = d.Now
+	}
+	live := pl.p != nil && !pl.full
+	for _, id := range d.Ended {
+		ri, ok := pl.runIx[id]
+		if !ok {
+			continue
+		}
+		rj := &pl.s.Running[ri]
+		cpus := 0
+		for _, a := range rj.Alloc {
+			cpus += a.CPUs
+		}
+		pl.s.Usage = append(pl.s.Usage, Usage{Account: rj.Account, User: rj.User, CPUs: cpus, Start: rj.StartTime, End: pl.s.Now})
+		if live {
+			pl.endRunning(ri)
+		}
+		pl.removeRunning(ri)
+	}
+	for _, id := range d.Removed {
+		pl.removePending(id)
+	}
+	for i := range d.Started {
+		rj := d.Started[i]
+		pl.removePending(rj.ID)
+		if old, ok := pl.runIx[rj.ID]; ok {
+			if live {
+				pl.endRunning(old)
+			}
+			pl.removeRunning(old)
+		}
+		pl.s.Running = append(pl.s.Running, rj)
+		pl.runIx[rj.ID] = int32(len(pl.s.Running) - 1)
+		if live {
+			pl.addRunning()
+		}
+	}
+	for i := range d.Submitted {
+		j := d.Submitted[i]
+		pl.removePending(j.ID)
+		pl.s.Pending = append(pl.s.Pending, j)
+		pl.jobIx[j.ID] = int32(len(pl.s.Pending) - 1)
+		if live {
+			pl.addPending()
+		}
+	}
+	if live {
+		// Appends may have moved the lists.
+		p := pl.p
+		for i := range p.run {
+			p.run[i].spec = &pl.s.Running[i]
+		}
+		for i := range p.jobs {
+			p.jobs[i].spec = &pl.s.Pending[i]
+		}
+	}
+}
+
+// keep remembers node n's state as the last pass left it, before a change.
+func (pl *Planner) keep(n int32) {
+	if _, ok := pl.pre[n]; !ok {
+		pl.pre[n] = pl.p.ns[n].clone()
+	}
+}
+
+// endRunning gives back running job ri's resources now.
+func (pl *Planner) endRunning(ri int32) {
+	p := pl.p
+	r := &p.run[ri]
+	for _, n := range r.nodes {
+		pl.keep(n)
+	}
+	p.release(ri, 1)
+	p.chargeNoLog(r.qos, r.user, r.assoc, &r.tres, -1)
+	pl.dirty.mark(p, r.qos, r.user, r.assoc)
+}
+
+// removeRunning drops s.Running[ri] (and p.run[ri]), moving the last one
+// into its place.
+func (pl *Planner) removeRunning(ri int32) {
+	last := int32(len(pl.s.Running) - 1)
+	delete(pl.runIx, pl.s.Running[ri].ID)
+	if pl.p != nil && !pl.full {
+		p := pl.p
+		for _, n := range p.run[ri].nodes {
+			p.nodeRuns[n] = slices.DeleteFunc(p.nodeRuns[n], func(x int32) bool { return x == ri })
+		}
+		if ri != last {
+			for _, n := range p.run[last].nodes {
+				for k, x := range p.nodeRuns[n] {
+					if x == last {
+						p.nodeRuns[n][k] = ri
+					}
+				}
+			}
+			p.run[ri] = p.run[last]
+		}
+		p.run = p.run[:last]
+	}
+	if ri != last {
+		pl.s.Running[ri] = pl.s.Running[last]
+		pl.runIx[pl.s.Running[ri].ID] = ri
+	}
+	pl.s.Running = pl.s.Running[:last]
+	if pl.p != nil && !pl.full && ri != last {
+		pl.p.run[ri].spec = &pl.s.Running[ri]
+	}
+}
+
+// addRunning charges the last job of s.Running, as applyRunning does.
+func (pl *Planner) addRunning() {
+	p := pl.p
+	ri := int32(len(pl.s.Running) - 1)
+	p.run = append(p.run, runInfo{})
+	p.addRun(ri, func(n int32) { pl.keep(n) })
+	r := &p.run[ri]
+	pl.dirty.mark(p, r.qos, r.user, r.assoc)
+	if r.end < forever {
+		for _, n := range r.nodes {
+			p.refresh(n)
+		}
+	} else {
+		for _, n := range r.nodes {
+			p.refresh(n)
+		}
+	}
+}
+
+// removePending drops a pending job; if it was in the last pass's queue,
+// its decision stays behind as a ghost.
+func (pl *Planner) removePending(id uint64) {
+	ji, ok := pl.jobIx[id]
+	if !ok {
+		return
+	}
+	delete(pl.jobIx, id)
+	last := int32(len(pl.s.Pending) - 1)
+	if pl.p != nil && !pl.full {
+		p := pl.p
+		j := &p.jobs[ji]
+		if qi := p.queuePos(ji); qi >= 0 {
+			if d := &j.dec[p.passNo&1]; d.pass == p.passNo {
+				pl.ghosts = append(pl.ghosts, ghost{tier: j.tier, qprio: j.qprio, id: j.spec.ID, dec: *d})
+			}
+			p.queue = slices.Delete(p.queue, qi, qi+1)
+		}
+		if ji != last {
+			if qi := p.queuePos(last); qi >= 0 {
+				p.queue[qi] = ji
+			}
+			p.jobs[ji] = p.jobs[last]
+			p.jobs[ji].in = ji
+			p.res.Jobs[ji] = p.res.Jobs[last]
+		}
+		p.jobs = p.jobs[:last]
+		p.res.Jobs = p.res.Jobs[:last]
+	}
+	if ri := ji; ri != last {
+		pl.s.Pending[ri] = pl.s.Pending[last]
+		pl.jobIx[pl.s.Pending[ri].ID] = ri
+	}
+	pl.s.Pending = pl.s.Pending[:last]
+	if pl.p != nil && !pl.full && ji != last {
+		pl.p.jobs[ji].spec = &pl.s.Pending[ji]
+	}
+}
+
+// addPending compiles the last job of s.Pending and queues it.
+func (pl *Planner) addPending() {
+	p := pl.p
+	ji := int32(len(pl.s.Pending) - 1)
+	p.jobs = append(p.jobs, jobInfo{})
+	p.res.Jobs = append(p.res.Jobs, JobResult{})
+	for i := range p.jobs[:ji] {
+		p.jobs[i].spec = &pl.s.Pending[i]
+	}
+	p.compileJob(ji)
+	p.jobPriority(&p.jobs[ji])
+	if p.prepareJob(ji) {
+		p.enqueue(ji)
+	}
+}
+
+// queuePos finds job ji in the queue (-1: not there).
+func (p *pass) queuePos(ji int32) int {
+	j := &p.jobs[ji]
+	if j.choices == nil {
+		return -1
+	}
+	i := sort.Search(len(p.queue), func(k int) bool { return !queueLess(&p.jobs[p.queue[k]], j) })
+	for ; i < len(p.queue); i++ {
+		if p.queue[i] == ji {
+			return i
+		}
+		if queueLess(j, &p.jobs[p.queue[i]]) {
+			break
+		}
+	}
+	return -1
+}
+
+func (p *pass) enqueue(ji int32) {
+	j := &p.jobs[ji]
+	i := sort.Search(len(p.queue), func(k int) bool { return queueLess(j, &p.jobs[p.queue[k]]) })
+	p.queue = slices.Insert(p.queue, i, ji)
+}
+
+// incremental runs a pass reusing the last one; false when it cannot.
+func (pl *Planner) incremental() bool {
+	p := pl.p
+	now := pl.s.Now.Unix()
+	calcAt := now
+	if per := dur(pl.s.Config.PriorityCalcPeriod); per > 0 {
+		calcAt = now - ((now%per)+per)%per
+	}
+	if calcAt != p.calcAt && !p.basic {
+		return false
+	}
+	for _, r := range p.run {
+		if r.gone {
+			return false
+		}
+	}
+	if p.hadPreemption {
+		return false
+	}
+	p.now, p.calcAt = now, calcAt
+	// Fair-share must come out the same, or every priority may move.
+	before := make([]float64, len(p.tree.nodes))
+	for i := range p.tree.nodes {
+		before[i] = p.tree.nodes[i].fs
+	}
+	p.fairTree()
+	for i := range p.tree.nodes {
+		if p.tree.nodes[i].fs != before[i] {
+			return false
+		}
+	}
+	// Running jobs past their end time are now expected to end now+1.
+	for ri := range p.run {
+		r := &p.run[ri]
+		if r.spec.EndTime.IsZero() {
+			continue
+		}
+		end := max(r.spec.EndTime.Unix(), p.now+1)
+		if end == r.end {
+			continue
+		}
+		for i, n := range r.nodes {
+			pl.keep(n)
+			st := &p.ns[n]
+			for e := range st.ev {
+				if st.ev[e].t == r.end && st.ev[e].d == r.amount[i] {
+					st.ev = slices.Delete(st.ev, e, e+1)
+					break
+				}
+			}
+			st.addEvent(event{t: end, d: r.amount[i]})
+			p.refresh(n)
+		}
+		r.end = end
+	}
+	// Jobs whose begin time came join the queue.
+	for ji := range p.jobs {
+		j := &p.jobs[ji]
+		if j.reason == ReasonBeginTime && secs(j.spec.BeginTime) <= p.now {
+			p.eligibility(j)
+			p.jobPriority(j)
+			if p.prepareJob(int32(ji)) {
+				p.enqueue(int32(ji))
+			}
+		}
+	}
+	rp := newReplay(p, pl)
+	p.rp = rp
+	p.walk()
+	p.rp = nil
+	pl.pre = map[int32]nstate{}
+	pl.ghosts = nil
+	pl.dirty.reset()
+	return true
+}
