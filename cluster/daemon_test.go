@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -38,7 +40,10 @@ func startOneWith(t *testing.T, edit func(*Options)) (*Daemon, *api.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text = strings.ReplaceAll(text, "127.0.1.", "127.0.66.") + "\nHpcApiPort=26817\nHpcRaftPort=26818\nHpcGossipPort=26819\n"
+	// A loopback address of its own, so tests running side by side (other
+	// packages, other checkouts) never meet.
+	addr := fmt.Sprintf("127.66.%d.", 1+rand.IntN(250))
+	text = strings.ReplaceAll(text, "127.0.1.", addr) + "\nHpcApiPort=26817\nHpcRaftPort=26818\nHpcGossipPort=26819\n"
 	cfg, err := config.Parse(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,11 @@
 package sched
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // benchSpec is the benchmark cluster: 10,000 nodes in several
@@ -45,4 +47,44 @@ func reportPass(b *testing.B, res Result) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	b.ReportMetric(float64(m.HeapSys)/(1<<20), "heap-MiB")
+}
+
+// BenchmarkPlannerJobEnds is the decision after one job ends: on the
+// benchmark cluster, with the last pass's starts committed, one running job
+// ends a second later and the planner decides again. Priorities are
+// recalculated every 5 minutes (PriorityCalcPeriod), so the passes measured
+// stay within one period; run it with -benchtime=100x or less.
+func BenchmarkPlannerJobEnds(b *testing.B) {
+	s := benchSnapshot()
+	s.Config.PriorityCalcPeriod = 5 * time.Minute
+	s.Now = s.Now.Add(time.Second)
+	pl := NewPlanner(s)
+	res := pl.Plan()
+	commit := func(res Result) Delta {
+		now := pl.Snapshot().Now
+		d := Delta{Now: now.Add(time.Second)}
+		for _, st := range res.Starts {
+			rj := RunningJob{ID: st.JobID, StartTime: now, Alloc: st.Alloc, Partition: st.Partition}
+			if st.TimeLimit > 0 {
+				rj.EndTime = now.Add(st.TimeLimit)
+			}
+			d.Started = append(d.Started, rj)
+		}
+		return d
+	}
+	pl.Apply(commit(res))
+	res = pl.Plan()
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		d := commit(res)
+		run := pl.Snapshot().Running
+		d.Ended = []uint64{run[rng.IntN(len(run))].ID}
+		pl.Apply(d)
+		res = pl.Plan()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(pl.stats.full), "full-passes")
+	b.ReportMetric(float64(pl.stats.redone)/float64(max(pl.stats.incremental, 1)), "redone/pass")
 }

@@ -146,9 +146,10 @@ type pass struct {
 	queue []int32
 	res   Result
 
-	passNo       int64
-	reservations int
-	rp           *replay
+	passNo        int64
+	reservations  int
+	hadPreemption bool
+	rp            *replay
 
 	// Undo log of a walk: node states before their first change, charges
 	// made, jobs preempted.
@@ -373,10 +374,11 @@ func (p *pass) compileParts() {
 	}
 }
 
-// touch saves node n's state before a walk first changes it.
-func (p *pass) touch(n int32) {
+// touch saves node n's state before a walk first changes it (grows: the
+// change gives resources back).
+func (p *pass) touch(n int32, grows bool) {
 	if p.rp != nil {
-		p.rp.touch(n)
+		p.rp.touch(n, grows)
 	}
 	if !p.undoing {
 		return
@@ -502,74 +504,86 @@ func (p *pass) applyRunning() {
 	}
 	p.run = make([]runInfo, len(p.s.Running))
 	for ri := range p.s.Running {
-		rj := &p.s.Running[ri]
-		r := &p.run[ri]
-		r.spec = rj
-		r.start = secs(rj.StartTime)
-		r.end = forever
-		if !rj.EndTime.IsZero() {
-			r.end = max(rj.EndTime.Unix(), p.now+1)
-		}
-		r.user = p.userID(rj.User)
-		r.qos = p.qosOf(rj.QOS)
-		r.assoc = p.tree.lookup(rj.Account, rj.User)
-		for _, a := range rj.Alloc {
-			ni, ok := p.nodeByName[a.Node]
-			if !ok {
-				continue
-			}
-			node := &p.nodes[ni]
-			var v vec
-			var devs [maxPools]uint64
-			v.cpu = int32(a.CPUs)
-			v.mem = a.MemMB
-			for _, g := range a.Gres {
-				name, ok := p.gresName[g.Name]
-				if !ok {
-					continue
-				}
-				for _, d := range g.Indices {
-					for k := 0; k < node.npool; k++ {
-						pl := &node.pools[k]
-						if pl.name != name {
-							continue
-						}
-						if pos := slices.Index(pl.idx, d); pos >= 0 {
-							if devs[k]&(1<<pos) == 0 {
-								devs[k] |= 1 << pos
-								v.g[k]++
-							}
-							break
-						}
-					}
-				}
-				if g.Name == "gpu" {
-					r.tres.GPU += int64(len(g.Indices))
-				}
-			}
-			p.ns[ni].free.sub(&v)
-			for k := range devs {
-				p.ns[ni].dev[k] &^= devs[k]
-			}
-			r.nodes = append(r.nodes, ni)
-			r.amount = append(r.amount, v)
-			r.devs = append(r.devs, devs)
-			r.tres.CPU += int64(a.CPUs)
-			r.tres.MemMB += a.MemMB
-			r.tres.Node++
-			p.nodeRuns[ni] = append(p.nodeRuns[ni], int32(ri))
-			if r.end < forever {
-				p.ns[ni].ev = append(p.ns[ni].ev, event{t: r.end, d: v})
-			}
-		}
-		p.charge(r.qos, r.user, r.assoc, &r.tres, 1)
+		p.addRun(int32(ri), nil)
 	}
 	for i := range p.ns {
 		if len(p.ns[i].ev) > 1 {
-			sort.SliceStable(p.ns[i].ev, func(a, b int) bool { return p.ns[i].ev[a].t < p.ns[i].ev[b].t })
+			slices.SortFunc(p.ns[i].ev, func(a, b event) int { return eventCmp(&a, &b) })
 		}
 		p.ns[i].cons = p.ns[i].free
 	}
+}
+
+// addRun charges Snapshot.Running[ri] (into p.run[ri]) to its nodes, the
+// time line and the limits. keep, when set, is told of every node before it
+// changes, and events go in time order (else they are sorted afterwards).
+func (p *pass) addRun(ri int32, keep func(n int32)) {
+	rj := &p.s.Running[ri]
+	r := &p.run[ri]
+	*r = runInfo{spec: rj, start: secs(rj.StartTime), end: forever}
+	if !rj.EndTime.IsZero() {
+		r.end = max(rj.EndTime.Unix(), p.now+1)
+	}
+	r.user = p.userID(rj.User)
+	r.qos = p.qosOf(rj.QOS)
+	r.assoc = p.tree.lookup(rj.Account, rj.User)
+	for _, a := range rj.Alloc {
+		ni, ok := p.nodeByName[a.Node]
+		if !ok {
+			continue
+		}
+		node := &p.nodes[ni]
+		var v vec
+		var devs [maxPools]uint64
+		v.cpu = int32(a.CPUs)
+		v.mem = a.MemMB
+		for _, g := range a.Gres {
+			name, ok := p.gresName[g.Name]
+			if !ok {
+				continue
+			}
+			for _, d := range g.Indices {
+				for k := 0; k < node.npool; k++ {
+					pl := &node.pools[k]
+					if pl.name != name {
+						continue
+					}
+					if pos := slices.Index(pl.idx, d); pos >= 0 {
+						if devs[k]&(1<<pos) == 0 {
+							devs[k] |= 1 << pos
+							v.g[k]++
+						}
+						break
+					}
+				}
+			}
+			if g.Name == "gpu" {
+				r.tres.GPU += int64(len(g.Indices))
+			}
+		}
+		if keep != nil {
+			keep(ni)
+		}
+		p.ns[ni].free.sub(&v)
+		for k := range devs {
+			p.ns[ni].dev[k] &^= devs[k]
+		}
+		r.nodes = append(r.nodes, ni)
+		r.amount = append(r.amount, v)
+		r.devs = append(r.devs, devs)
+		r.tres.CPU += int64(a.CPUs)
+		r.tres.MemMB += a.MemMB
+		r.tres.Node++
+		p.nodeRuns[ni] = append(p.nodeRuns[ni], ri)
+		if r.end < forever {
+			if keep != nil {
+				p.ns[ni].addEvent(event{t: r.end, d: v})
+			} else {
+				p.ns[ni].ev = append(p.ns[ni].ev, event{t: r.end, d: v})
+			}
+		}
+	}
+	p.chargeNoLog(r.qos, r.user, r.assoc, &r.tres, 1)
 }
 
 type chargeRec struct {

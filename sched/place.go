@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 )
@@ -39,11 +40,30 @@ func (p *pass) addEvent(n int32, e event) { p.ns[n].addEvent(e) }
 
 func (st *nstate) addEvent(e event) {
 	ev := st.ev
-	i := sort.Search(len(ev), func(k int) bool { return ev[k].t > e.t })
+	i := sort.Search(len(ev), func(k int) bool { return eventCmp(&ev[k], &e) > 0 })
 	ev = append(ev, event{})
 	copy(ev[i+1:], ev[i:])
 	ev[i] = e
 	st.ev = ev
+}
+
+// eventCmp orders events by time, then by amount, so that a node's events
+// are the same list however they were added.
+func eventCmp(a, b *event) int {
+	switch {
+	case a.t != b.t:
+		return cmp.Compare(a.t, b.t)
+	case a.d.cpu != b.d.cpu:
+		return cmp.Compare(a.d.cpu, b.d.cpu)
+	case a.d.mem != b.d.mem:
+		return cmp.Compare(a.d.mem, b.d.mem)
+	}
+	for k := range a.d.g {
+		if a.d.g[k] != b.d.g[k] {
+			return cmp.Compare(a.d.g[k], b.d.g[k])
+		}
+	}
+	return 0
 }
 
 // refresh recomputes a node's least future availability and its index
@@ -295,7 +315,7 @@ func (p *pass) take(pieces []piece, end int64) [][maxPools]uint64 {
 	for i := range pieces {
 		pc := &pieces[i]
 		n := pc.n
-		p.touch(n)
+		p.touch(n, false)
 		for k := 0; k < p.nodes[n].npool; k++ {
 			if pc.d.g[k] > 0 {
 				devs[i][k] = pickDevices(p.ns[n].dev[k], pc.d.g[k])
@@ -311,7 +331,7 @@ func (p *pass) take(pieces []piece, end int64) [][maxPools]uint64 {
 func (p *pass) reserve(pieces []piece, t, end int64) {
 	for i := range pieces {
 		pc := &pieces[i]
-		p.touch(pc.n)
+		p.touch(pc.n, false)
 		p.ns[pc.n].reserveOn(&pc.d, t, end)
 		p.refresh(pc.n)
 	}
@@ -418,17 +438,34 @@ func (p *pass) shape(j *jobInfo, pi int32, excl bool) (k, q int32, ok bool) {
 	return k, q, true
 }
 
+// planStat is what a plan saw, so that a Planner can tell later whether a
+// change could alter its outcome.
+type planStat struct {
+	part    int32
+	found   bool
+	t       int64
+	k       int32
+	cAt     int32 // nodes free for the job together at t
+	mBefore int32 // most nodes free together before t (by the horizon when none found)
+	last    int32 // highest node position picked
+	exact   bool  // the plan is first fit by count (no tree, no -w)
+}
+
 // plan finds the earliest time within the backfill window at which job j
 // could start in partition pi for dur seconds, by the end times of running
 // jobs and the reservations made so far, and the nodes it would use.
-func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, bool) {
+func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) {
 	r := &j.req
 	excl := r.excl || p.parts[pi].excl
 	part := &p.parts[pi]
+	st := planStat{part: pi, last: -1}
 	k, q, ok := p.shape(j, pi, excl)
 	if !ok {
-		return 0, nil, false
+		st.exact = true
+		return 0, nil, st
 	}
+	st.k = k
+	st.exact = len(r.want) == 0 && (k == 1 || len(p.topo.sw) == 0)
 	horizon := p.horizon()
 	var spans []span
 	wantLeft := int32(len(r.want))
@@ -460,7 +497,12 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, bool) {
 	var count, wants int32
 	others := k - wantLeft
 	tries := 0
+	var peakPrev, peakCur int32
+	cur := int64(-1)
 	for _, key := range keys {
+		if at := key >> 22; at != cur {
+			peakPrev, peakCur, cur = max(peakPrev, peakCur), count, at
+		}
 		sp := &spans[key&(1<<21-1)]
 		if key&(1<<21) != 0 {
 			if sp.want {
@@ -475,22 +517,29 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, bool) {
 		} else {
 			count++
 		}
+		peakCur = max(peakCur, count)
 		if wants < wantLeft || count < others {
 			continue
 		}
 		t := sp.s
-		if pieces, ok := p.planAt(j, pi, spans, t, k, q, dur, excl); ok {
-			return t, pieces, true
+		if pieces, cAt, ok := p.planAt(j, pi, spans, t, k, q, dur, excl); ok {
+			st.found, st.t, st.cAt, st.mBefore = true, t, cAt, peakPrev
+			for _, pc := range pieces {
+				st.last = max(st.last, pc.n)
+			}
+			return t, pieces, st
 		}
 		if tries++; tries >= 32 {
 			break
 		}
 	}
-	return 0, nil, false
+	st.mBefore = max(peakPrev, peakCur)
+	return 0, nil, st
 }
 
-// planAt picks nodes among the spans open at t and works out the pieces.
-func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, dur int64, excl bool) ([]piece, bool) {
+// planAt picks nodes among the spans open at t and works out the pieces;
+// it also says how many nodes were free for the job at t.
+func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, dur int64, excl bool) ([]piece, int32, bool) {
 	r := &j.req
 	var fixed, cands []cand
 	for _, sp := range spans {
@@ -515,11 +564,11 @@ func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, d
 		}
 		chosen, _ = p.topo.pick(p.nodes, cands, k, k*q, maxLeaves)
 		if chosen == nil {
-			return nil, false
+			return nil, 0, false
 		}
 	} else {
 		if int32(len(cands)) < rest {
-			return nil, false
+			return nil, 0, false
 		}
 		chosen = append(fixed, cands[:rest]...)
 		slices.SortFunc(chosen, func(a, b cand) int { return int(a.n) - int(b.n) })
@@ -538,10 +587,10 @@ func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, d
 		a := p.availOver(c.n, t, end)
 		d, ok := r.demand(&p.nodes[c.n], &a, take, excl)
 		if !ok {
-			return nil, false
+			return nil, 0, false
 		}
 		out = append(out, piece{n: c.n, tasks: take, d: d})
 		left -= take
 	}
-	return out, true
+	return out, int32(len(cands) + len(fixed)), true
 }

@@ -30,6 +30,13 @@ type Planner struct {
 	pre    map[int32]nstate // nodes changed: their state after the last pass
 	ghosts []ghost          // jobs of the last pass's queue that left
 	dirty  dirtyKeys
+
+	stats plannerStats
+}
+
+// plannerStats count what the planner did, for tests and benchmarks.
+type plannerStats struct {
+	full, incremental, kept, redone int
 }
 
 // Delta is a change to a Planner's snapshot.
@@ -58,36 +65,47 @@ type ghost struct {
 	dec   decision
 }
 
-// dirtyKeys are limit counters that differ from the last pass's walk.
+// dirtyKeys are limit counters that may differ from the last pass's walk:
+// a QoS, a user (in any QoS), an association.
 type dirtyKeys struct {
-	qos   map[int32]bool
-	user  map[[2]int32]bool
-	assoc map[int32]bool
+	any   bool
+	qos   []bool
+	user  []bool
+	assoc []bool
 }
 
-func (d *dirtyKeys) reset() {
-	d.qos, d.user, d.assoc = map[int32]bool{}, map[[2]int32]bool{}, map[int32]bool{}
+func (d *dirtyKeys) reset() { *d = dirtyKeys{} }
+
+func setAt(s []bool, i int32) []bool {
+	if int(i) >= len(s) {
+		s = append(s, make([]bool, int(i)+1-len(s))...)
+	}
+	s[i] = true
+	return s
 }
+
+func at(s []bool, i int32) bool { return i >= 0 && int(i) < len(s) && s[i] }
 
 func (d *dirtyKeys) mark(p *pass, qos, user, assoc int32) {
+	d.any = true
 	if qos >= 0 {
-		d.qos[qos] = true
-		d.user[[2]int32{qos, user}] = true
+		d.qos = setAt(d.qos, qos)
 	}
+	d.user = setAt(d.user, user)
 	for a := assoc; a >= 0; a = p.tree.nodes[a].parent {
-		d.assoc[a] = true
+		d.assoc = setAt(d.assoc, a)
 	}
 }
 
 func (d *dirtyKeys) hits(p *pass, j *jobInfo) bool {
-	if len(d.qos) == 0 && len(d.assoc) == 0 {
+	if !d.any {
 		return false
 	}
-	if j.qos >= 0 && (d.qos[j.qos] || d.user[[2]int32{j.qos, j.user}]) {
+	if at(d.qos, j.qos) || at(d.user, j.user) {
 		return true
 	}
 	for a := j.assoc; a >= 0; a = p.tree.nodes[a].parent {
-		if d.assoc[a] {
+		if at(d.assoc, a) {
 			return true
 		}
 	}
@@ -132,6 +150,9 @@ func (pl *Planner) Snapshot() Snapshot { return pl.s }
 func (pl *Planner) Plan() Result {
 	if pl.p == nil || pl.full || !pl.incremental() {
 		pl.fullPass()
+		pl.stats.full++
+	} else {
+		pl.stats.incremental++
 	}
 	return pl.p.res
 }
@@ -269,14 +290,8 @@ func (pl *Planner) addRunning() {
 	p.addRun(ri, func(n int32) { pl.keep(n) })
 	r := &p.run[ri]
 	pl.dirty.mark(p, r.qos, r.user, r.assoc)
-	if r.end < forever {
-		for _, n := range r.nodes {
-			p.refresh(n)
-		}
-	} else {
-		for _, n := range r.nodes {
-			p.refresh(n)
-		}
+	for _, n := range r.nodes {
+		p.refresh(n)
 	}
 }
 
@@ -293,8 +308,11 @@ func (pl *Planner) removePending(id uint64) {
 		p := pl.p
 		j := &p.jobs[ji]
 		if qi := p.queuePos(ji); qi >= 0 {
-			if d := &j.dec[p.passNo&1]; d.pass == p.passNo {
+			if d := &j.dec; d.pass == p.passNo {
 				pl.ghosts = append(pl.ghosts, ghost{tier: j.tier, qprio: j.qprio, id: j.spec.ID, dec: *d})
+				if d.kind == decStart {
+					pl.dirty.mark(p, j.qos, j.user, j.assoc)
+				}
 			}
 			p.queue = slices.Delete(p.queue, qi, qi+1)
 		}
@@ -380,14 +398,16 @@ func (pl *Planner) incremental() bool {
 	}
 	p.now, p.calcAt = now, calcAt
 	// Fair-share must come out the same, or every priority may move.
-	before := make([]float64, len(p.tree.nodes))
-	for i := range p.tree.nodes {
-		before[i] = p.tree.nodes[i].fs
-	}
-	p.fairTree()
-	for i := range p.tree.nodes {
-		if p.tree.nodes[i].fs != before[i] {
-			return false
+	if !p.basic {
+		before := make([]float64, len(p.tree.nodes))
+		for i := range p.tree.nodes {
+			before[i] = p.tree.nodes[i].fs
+		}
+		p.fairTree()
+		for i := range p.tree.nodes {
+			if p.tree.nodes[i].fs != before[i] {
+				return false
+			}
 		}
 	}
 	// Running jobs past their end time are now expected to end now+1.

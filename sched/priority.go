@@ -254,7 +254,9 @@ const basePrio = 4294901760
 // priorities computes every pending job's factors and its priority in
 // each of its partitions.
 func (p *pass) priorities() {
-	p.fairTree()
+	if !p.basic {
+		p.fairTree()
+	}
 	for ji := range p.jobs {
 		p.jobPriority(&p.jobs[ji])
 	}
@@ -268,6 +270,23 @@ func (p *pass) jobPriority(j *jobInfo) {
 	cpus := float64(p.clusterCPU)
 	sj := j.spec
 	var f Factors
+	if p.basic {
+		// priority/basic has no factors: submit order, or what an
+		// administrator set.
+		pr := uint32(max(int64(basePrio)-int64(sj.ID), 1))
+		if sj.Priority != 0 {
+			pr = sj.Priority
+		}
+		if sj.Hold != HoldNone {
+			pr = 0
+		}
+		j.factors = Factors{Nice: sj.Nice}
+		j.prio = make([]uint32, len(j.parts))
+		for k := range j.prio {
+			j.prio[k] = pr
+		}
+		return
+	}
 	elig := secs(sj.EligibleTime)
 	if elig == 0 {
 		elig = max(secs(sj.SubmitTime), secs(sj.BeginTime))
@@ -306,8 +325,6 @@ func (p *pass) jobPriority(j *jobInfo) {
 		switch {
 		case sj.Priority != 0:
 			pr = sj.Priority
-		case p.basic:
-			pr = uint32(max(int64(basePrio)-int64(sj.ID), 1))
 		default:
 			v := float64(c.PriorityWeightAge)*f.Age + float64(c.PriorityWeightFairshare)*f.Fairshare +
 				float64(c.PriorityWeightJobSize)*f.JobSize + float64(c.PriorityWeightPartition)*pf +

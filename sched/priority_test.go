@@ -10,6 +10,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func fairshares(t *testing.T, s Snapshot) map[string]float64 {
 	t.Helper()
+	s.Config.PriorityWeightFairshare = 1000
 	res := Schedule(s)
 	out := map[string]float64{}
 	for i, j := range res.Jobs {

@@ -54,8 +54,8 @@ type jobInfo struct {
 	qprio uint32
 	// choices are the partitions the job may run in, in the order tried.
 	choices []choice
-	// dec holds the decisions of the last two passes (by pass parity).
-	dec [2]decision
+	// dec is the decision of the last pass that walked the job.
+	dec decision
 }
 
 // shapeKey identifies requests that any node treats alike.

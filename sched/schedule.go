@@ -174,15 +174,19 @@ type decision struct {
 	pass      int64
 	kind      uint8
 	open      uint64 // choices the limits left open (bit per choice)
-	part      int32  // start: partition
+	part      int32  // start: partition, pieces, devices, end
 	pieces    []piece
+	devs      [][maxPools]uint64
+	end       int64
 	length    int64
 	preempted bool
 	// wait: whether a reservation was searched for, and what was found
 	attempt  bool
 	resvT    int64
+	resvEnd  int64
 	resvPart int32
 	resvPcs  []piece
+	plans    []planStat // what the search saw in each open partition
 }
 
 // prepareJob fills job ji's result skeleton and, when it is eligible, the
@@ -273,6 +277,7 @@ func (p *pass) walk() {
 		p.parts[i].waiter = false
 	}
 	p.reservations = 0
+	p.hadPreemption = false
 	p.failed = map[[2]int32]int64{}
 	p.undoing = true
 	for _, ji := range p.queue {
@@ -281,6 +286,7 @@ func (p *pass) walk() {
 			if p.rp.replay(ji) {
 				continue
 			}
+			p.rp.recomputing = true
 		}
 		p.decide(ji)
 	}
@@ -295,14 +301,12 @@ func (p *pass) walk() {
 func (p *pass) decide(ji int32) {
 	j := &p.jobs[ji]
 	jr := &p.res.Jobs[ji]
-	d := &j.dec[p.passNo&1]
 	var old decision
-	if p.rp != nil {
-		if o := &j.dec[(p.passNo-1)&1]; o.pass == p.passNo-1 {
-			old = *o
-		}
+	if p.rp != nil && j.dec.pass == p.passNo-1 {
+		old = j.dec
 	}
-	*d = decision{pass: p.passNo}
+	j.dec = decision{pass: p.passNo}
+	d := &j.dec
 	limitWhy := ""
 	for k, c := range j.choices {
 		if why := p.limitFor(j, c.part); why != "" {
@@ -371,8 +375,9 @@ func (p *pass) decide(ji int32) {
 			if d.open&(1<<min(k, 63)) == 0 {
 				continue
 			}
-			at, pieces, ok := p.plan(j, c.part, p.timeLimit(j, c.part))
-			if ok && at < bestT {
+			at, pieces, st := p.plan(j, c.part, p.timeLimit(j, c.part))
+			d.plans = append(d.plans, st)
+			if st.found && at < bestT {
 				bestT, d.resvPcs, d.resvPart = at, pieces, c.part
 			}
 		}
@@ -434,7 +439,8 @@ func (p *pass) clearExpected(jr *JobResult) {
 
 // applyReservation holds a wait decision's reservation and reports it.
 func (p *pass) applyReservation(j *jobInfo, d *decision) {
-	p.reserve(d.resvPcs, d.resvT, p.endAt(d.resvT, p.timeLimit(j, d.resvPart)))
+	d.resvEnd = p.endAt(d.resvT, p.timeLimit(j, d.resvPart))
+	p.reserve(d.resvPcs, d.resvT, d.resvEnd)
 	jr := &p.res.Jobs[j.in]
 	jr.ExpectedStart = time.Unix(d.resvT, 0).UTC()
 	jr.Partition = p.parts[d.resvPart].name
@@ -467,8 +473,11 @@ func (p *pass) names(pieces []piece) []string {
 func (p *pass) start(j *jobInfo, pi int32, pieces []piece, length int64, victims []int32) {
 	end := p.endOf(length)
 	devs := p.take(pieces, end)
-	d := &j.dec[p.passNo&1]
-	d.kind, d.part, d.pieces, d.length, d.preempted = decStart, pi, pieces, length, victims != nil
+	d := &j.dec
+	d.kind, d.part, d.pieces, d.devs, d.end, d.length, d.preempted = decStart, pi, pieces, devs, end, length, victims != nil
+	if victims != nil {
+		p.hadPreemption = true
+	}
 	st := Start{JobID: j.spec.ID, Partition: p.parts[pi].name}
 	if length < forever {
 		st.TimeLimit = time.Duration(length) * time.Second

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"hpc/cluster/api"
+)
+
+// waitReason waits until a pending job shows the reason.
+func waitReason(t *testing.T, cl *api.Client, id uint64, reason string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		jobs, err := cl.Jobs(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.ID == id && j.State == api.StatePending && j.Reason == reason {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d never pending with reason %s: %+v", id, reason, jobs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestDependencyHoldRequeue(t *testing.T) {
+	_, cl := startOne(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	submit := func(spec api.JobSpec) uint64 {
+		t.Helper()
+		spec.WorkDir = dir
+		id, err := cl.Submit(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	gate := filepath.Join(dir, "gate")
+	// a waits for a file; b runs only after a succeeds; c only if a fails.
+	a := submit(api.JobSpec{Script: "#!/bin/sh\nwhile [ ! -e " + gate + " ]; do sleep 0.05; done\n"})
+	b := submit(api.JobSpec{Script: "#!/bin/sh\ntrue\n", Dependency: "afterok:1"})
+	c := submit(api.JobSpec{Script: "#!/bin/sh\ntrue\n", Dependency: "afternotok:1"})
+	waitJob(t, cl, a, api.StateRunning)
+	waitReason(t, cl, b, "Dependency")
+	waitReason(t, cl, c, "Dependency")
+	os.WriteFile(gate, nil, 0o644)
+	waitJob(t, cl, a, api.StateCompleted)
+	waitJob(t, cl, b, api.StateCompleted)
+	waitReason(t, cl, c, "DependencyNeverSatisfied")
+	if _, err := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\n", WorkDir: dir, Dependency: "foo:1"}); err == nil || err.Error() != api.ErrJobDependency {
+		t.Errorf("bad dependency syntax: %v", err)
+	}
+
+	// A job submitted held waits with JobHeldUser until released.
+	h := submit(api.JobSpec{Script: "#!/bin/sh\ntrue\n", Hold: true})
+	waitReason(t, cl, h, "JobHeldUser")
+	res, err := cl.JobControl(ctx, api.JobControlRequest{JobIDs: []uint64{h}, Action: "release"})
+	if err != nil || res[0].Error != "" {
+		t.Fatalf("release: %+v %v", res, err)
+	}
+	waitJob(t, cl, h, api.StateCompleted)
+
+	// Requeue: a running job goes back to pending with the same id and
+	// runs again.
+	counter := filepath.Join(dir, "runs")
+	r := submit(api.JobSpec{Script: "#!/bin/sh\necho run >> " + counter + "\n[ $(wc -l < " + counter + ") -ge 2 ] || sleep 300\n"})
+	waitJob(t, cl, r, api.StateRunning)
+	res, err = cl.JobControl(ctx, api.JobControlRequest{JobIDs: []uint64{r}, Action: "requeue"})
+	if err != nil || res[0].Error != "" {
+		t.Fatalf("requeue: %+v %v", res, err)
+	}
+	j := waitJob(t, cl, r, api.StateCompleted)
+	if j.Restarts != 1 {
+		t.Errorf("restarts %d, want 1", j.Restarts)
+	}
+	if b, _ := os.ReadFile(counter); string(b) != "run\nrun\n" {
+		t.Errorf("runs %q", b)
+	}
+	res, _ = cl.JobControl(ctx, api.JobControlRequest{JobIDs: []uint64{r}, Action: "hold"})
+	if res[0].Error != api.ErrJobNotPendingOrRun {
+		t.Errorf("hold of a finished job: %+v", res)
+	}
+}

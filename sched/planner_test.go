@@ -1,0 +1,127 @@
+package sched
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// plannerStep makes a random change like the controller would: commit the
+// last result's starts, end some running jobs, cancel and submit some
+// jobs, move time on.
+func plannerStep(rng *rand.Rand, pl *Planner, res Result, extra []Job, nextID *uint64) (Delta, []Job) {
+	s := pl.Snapshot()
+	var d Delta
+	d.Now = s.Now.Add(time.Duration(rng.IntN(90)) * time.Second)
+	if rng.IntN(3) > 0 {
+		for _, st := range res.Starts {
+			rj := RunningJob{ID: st.JobID, StartTime: s.Now, Alloc: st.Alloc, Partition: st.Partition}
+			for _, j := range s.Pending {
+				if j.ID == st.JobID {
+					rj.User, rj.Account, rj.QOS = j.User, j.Account, j.QOS
+				}
+			}
+			if st.TimeLimit > 0 {
+				rj.EndTime = s.Now.Add(st.TimeLimit)
+			}
+			d.Started = append(d.Started, rj)
+		}
+	}
+	for i := 0; i < rng.IntN(3) && len(s.Running) > 0; i++ {
+		d.Ended = append(d.Ended, s.Running[rng.IntN(len(s.Running))].ID)
+	}
+	if rng.IntN(4) == 0 && len(s.Pending) > 0 {
+		d.Removed = append(d.Removed, s.Pending[rng.IntN(len(s.Pending))].ID)
+	}
+	for i := 0; i < rng.IntN(3) && len(extra) > 0; i++ {
+		j := extra[0]
+		extra = extra[1:]
+		*nextID++
+		j.ID = *nextID
+		j.SubmitTime = d.Now
+		d.Submitted = append(d.Submitted, j)
+	}
+	return d, extra
+}
+
+func diffResults(t *testing.T, what string, got, want Result) {
+	t.Helper()
+	if reflect.DeepEqual(got, want) {
+		return
+	}
+	if !reflect.DeepEqual(got.Starts, want.Starts) {
+		t.Fatalf("%s: starts differ:\n got %+v\nwant %+v", what, got.Starts, want.Starts)
+	}
+	if !reflect.DeepEqual(got.Preempt, want.Preempt) {
+		t.Fatalf("%s: preempt differ:\n got %+v\nwant %+v", what, got.Preempt, want.Preempt)
+	}
+	if len(got.Jobs) != len(want.Jobs) {
+		t.Fatalf("%s: %d job results, want %d", what, len(got.Jobs), len(want.Jobs))
+	}
+	for i := range got.Jobs {
+		if !reflect.DeepEqual(got.Jobs[i], want.Jobs[i]) {
+			t.Fatalf("%s: job %d differs:\n got %+v\nwant %+v", what, want.Jobs[i].JobID, got.Jobs[i], want.Jobs[i])
+		}
+	}
+	t.Fatalf("%s: results differ", what)
+}
+
+func TestPlannerMatchesFreshPass(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		spec := smallSpec(rng)
+		s := generate(spec, seed)
+		more := generate(spec, seed+1000).Pending
+		switch seed % 4 {
+		case 0:
+			s.Config = Config{DefMemPerCPU: 500} // priority/basic
+		case 1:
+			s.Config.PriorityCalcPeriod = 5 * time.Minute
+		case 2:
+			s.Config.PriorityCalcPeriod = 5 * time.Minute
+			s.Config.BackfillMaxJobTest = 4
+		case 3:
+			s.Config.PriorityCalcPeriod = 5 * time.Minute
+			s.Config.PreemptType = "preempt/qos"
+			s.Config.PreemptMode = PreemptCancel
+			s.QOS[1].Preempt = []string{"low"}
+		}
+		pl := NewPlanner(s)
+		nextID := uint64(5_000_000)
+		for step := 0; step < 25; step++ {
+			got := pl.Plan()
+			want := Schedule(pl.Snapshot())
+			diffResults(t, fmt.Sprintf("seed %d step %d", seed, step), got, want)
+			var d Delta
+			d, more = plannerStep(rng, pl, got, more, &nextID)
+			pl.Apply(d)
+		}
+		if testing.Verbose() {
+			t.Logf("seed %d: %+v", seed, pl.stats)
+		}
+	}
+}
+
+func TestPlannerOneJobEnds(t *testing.T) {
+	s := generate(genSpec{nodes: 200, leafSize: 16, fanout: 4, gpuEvery: 10, fill: 0.9, pending: 2000, users: 20, accounts: 4}, 3)
+	s.Config.PriorityCalcPeriod = 5 * time.Minute
+	pl := NewPlanner(s)
+	res := pl.Plan()
+	var d Delta
+	for _, st := range res.Starts {
+		d.Started = append(d.Started, RunningJob{ID: st.JobID, StartTime: s.Now, EndTime: s.Now.Add(st.TimeLimit), Alloc: st.Alloc})
+	}
+	pl.Apply(d)
+	diffResults(t, "after commit", pl.Plan(), Schedule(pl.Snapshot()))
+	for i := 0; i < 20; i++ {
+		snap := pl.Snapshot()
+		pl.Apply(Delta{Now: snap.Now.Add(time.Second), Ended: []uint64{snap.Running[(i*37)%len(snap.Running)].ID}})
+		diffResults(t, fmt.Sprintf("end %d", i), pl.Plan(), Schedule(pl.Snapshot()))
+	}
+	t.Logf("%+v", pl.stats)
+	if pl.stats.incremental < 20 || pl.stats.kept == 0 {
+		t.Fatalf("the planner did not replay: %+v", pl.stats)
+	}
+}
