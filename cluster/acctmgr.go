@@ -476,10 +476,10 @@ func (a *acctState) addQOS(res *api.AcctmgrResult, names []string, s *api.Acctmg
 			continue
 		}
 		q := &api.QOS{ID: a.nextQOSID(), Name: n, Description: n}
-		a.QOS[n] = q
 		if err := a.setQOS(q, s); err != nil {
 			return err
 		}
+		a.QOS[n] = q
 		res.QOS = append(res.QOS, n)
 	}
 	return nil
@@ -568,8 +568,8 @@ func defaultQOS(r *api.Assoc) string {
 
 // ---- associations ----
 
-// setAssoc applies association settings to as and checks the default QoS
-// against the QoS it may use.
+// setAssoc applies association settings to as (checkDefaults then checks
+// the default QoS against the QoS lists).
 func (a *acctState) setAssoc(as *api.Assoc, s *api.AcctmgrSet) error {
 	var err error
 	if s.Fairshare != nil {
@@ -614,7 +614,7 @@ func (a *acctState) inheritedQOS(as *api.Assoc) []string {
 	if as.User == "" {
 		parent = as.Parent
 	}
-	for parent != "" {
+	for i := 0; parent != "" && i < 64; i++ {
 		p := a.Assocs[assocKey(parent, "")]
 		if p == nil {
 			break
@@ -805,26 +805,19 @@ func (a *acctState) modifyAccounts(res *api.AcctmgrResult, names []string, s *ap
 		}
 	}
 	if inheritable(s) {
-		// Associations below that inherit what changed are modified too.
+		// User associations below that inherit what changed are modified
+		// too (listed, as sacctmgr lists them, last first).
+		var below []api.AssocRef
 		for _, r := range before {
-			if r.User == "" && slices.Contains(matched, r.Account) {
+			if r.User == "" || !a.under(r.Account, matched) {
 				continue
 			}
-			if r.User != "" && !slices.Contains(matched, r.Account) && !a.under(r.Account, matched) {
-				continue
-			}
-			if r.User == "" && !a.under(r.Parent, matched) {
-				continue
-			}
-			own := a.Assocs[assocKey(r.Account, r.User)]
-			if inheritsAny(own, s) {
-				ref := api.AssocRef{Account: r.Account, User: r.User}
-				if r.User == "" {
-					ref.Parent = r.Parent
-				}
-				res.Assocs = append(res.Assocs, ref)
+			if inheritsAny(a.Assocs[assocKey(r.Account, r.User)], s) {
+				below = append(below, api.AssocRef{Account: r.Account, User: r.User})
 			}
 		}
+		slices.Reverse(below)
+		res.Assocs = append(res.Assocs, below...)
 	}
 	return a.checkDefaults()
 }
@@ -1057,7 +1050,8 @@ func (a *acctState) deleteUsers(res *api.AcctmgrResult, names, accounts []string
 			delete(a.Users, n)
 			res.UsersNoAssoc = append(res.UsersNoAssoc, n)
 		case !slices.Contains(left, a.Users[n].DefaultAccount):
-			a.Users[n].DefaultAccount = left[0]
+			// As Slurm: no default until one is set again.
+			a.Users[n].DefaultAccount = ""
 		}
 	}
 	return nil
@@ -1130,7 +1124,8 @@ func (a *acctState) jobAssoc(user, account, qos string) (string, string, error) 
 // order) and association tree (tree order). Association Max limits are
 // given as resolved (inherited from the nearest account that sets them).
 // sched counts a zero limit as no limit, so a limit of 0 (which in Slurm
-// allows nothing) cannot be passed on and is dropped.
+// allows nothing) cannot be passed on and is dropped. Fairshare=0 is
+// passed as a negative share (no share).
 func (a *acctState) schedInputs() (qos []sched.QOS, assocs []sched.Assoc) {
 	for _, q := range a.qosList() {
 		sq := sched.QOS{
@@ -1170,6 +1165,9 @@ func (a *acctState) schedInputs() (qos []sched.QOS, assocs []sched.Assoc) {
 		}
 		if r.User == "" {
 			sa.Parent = r.Parent
+		}
+		if r.Shares == 0 {
+			sa.Shares = -1 // Fairshare=0: no share (sched reads 0 as 1)
 		}
 		assocs = append(assocs, sa)
 	}

@@ -14,29 +14,65 @@ import (
 	"time"
 
 	"hpc/cluster/api"
-	"hpc/cluster/hostlist"
 	"hpc/exec"
 )
 
-// stepTable holds the steps this node's agent runs, by job id.
+// stepTable is this node's agent state: the batch steps it runs, the srun
+// steps' tasks it runs, and the steps its daemon launches for srun.
 type stepTable struct {
 	mu    sync.Mutex
-	steps map[uint64]*exec.Step
+	steps map[uint64]*exec.Step // batch steps, by job id
 	// cancelled remembers kills that arrived before the step was started.
 	cancelled map[uint64]bool
+	// jobs are the jobs whose batch step runs here (to reach the other
+	// nodes of their allocation when they end).
+	jobs map[uint64]*api.Job
+	// released holds the exit status salloc or srun gave a holder job.
+	released map[uint64]api.ReleaseRequest
+	// tasks are the srun steps running here, by job and step.
+	tasks map[uint64]map[uint32]*taskStep
+	// ended remembers the runs of jobs that ended here (job id and start
+	// time), so that a step launch arriving late starts nothing.
+	ended map[uint64]time.Time
+	// launches are the steps this node's daemon runs for their srun.
+	launches map[stepKey]*launch
+}
+
+type stepKey struct {
+	job  uint64
+	step uint32
 }
 
 func newStepTable() *stepTable {
-	return &stepTable{steps: map[uint64]*exec.Step{}, cancelled: map[uint64]bool{}}
+	return &stepTable{
+		steps: map[uint64]*exec.Step{}, cancelled: map[uint64]bool{},
+		jobs: map[uint64]*api.Job{}, released: map[uint64]api.ReleaseRequest{},
+		tasks: map[uint64]map[uint32]*taskStep{}, ended: map[uint64]time.Time{},
+		launches: map[stepKey]*launch{},
+	}
 }
 
 func (t *stepTable) killAll(grace time.Duration) {
 	t.mu.Lock()
 	var all []*exec.Step
 	for _, s := range t.steps {
-		all = append(all, s)
+		if s != nil { // nil: being launched
+			all = append(all, s)
+		}
+	}
+	var starting []*taskStep
+	for _, m := range t.tasks {
+		for _, ts := range m {
+			starting = append(starting, ts)
+		}
 	}
 	t.mu.Unlock()
+	for _, ts := range starting {
+		<-ts.ready
+		if ts.step != nil {
+			all = append(all, ts.step)
+		}
+	}
 	for _, s := range all {
 		s.Kill(grace)
 	}
@@ -51,7 +87,10 @@ type signalRequest struct {
 	KillWait time.Duration `json:"kill_wait"`
 }
 
-// handleLaunch starts a job's batch script on this node.
+// handleLaunch starts a job's batch script on this node. Once it has
+// answered, the job's end is reported through watch, a failure to start
+// included (an output file the user cannot write fails the job with
+// slurmstepd's reason).
 func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	var j api.Job
 	if err := json.NewDecoder(r.Body).Decode(&j); err != nil {
@@ -60,6 +99,9 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	}
 	d.steps.mu.Lock()
 	_, running := d.steps.steps[j.ID]
+	if !running {
+		d.steps.steps[j.ID] = nil // reserved while launching
+	}
 	d.steps.mu.Unlock()
 	if running {
 		writeJSON(w, struct{}{}) // a repeated launch of the same job
@@ -67,60 +109,99 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	}
 	script := filepath.Join(d.o.Dir, "jobs", strconv.FormatUint(j.ID, 10), "script")
 	if err := writeScript(script, j.Spec.Script, j.UID, j.GID); err != nil {
+		d.steps.mu.Lock()
+		delete(d.steps.steps, j.ID)
+		d.steps.mu.Unlock()
 		writeErr(w, http.StatusInternalServerError, fmt.Errorf("write batch script: %w", err))
 		return
 	}
-	var mine api.NodeAlloc
-	for _, a := range j.Alloc {
-		if a.Node == d.o.Name {
-			mine = a
-		}
-	}
+	mine := allocOn(&j, d.o.Name)
+	tmp, scratch, serr := d.jobStorage(&j, true)
 	spec := exec.StepSpec{
-		ID:      fmt.Sprintf("%d.batch", j.ID),
-		Argv:    []string{"/bin/sh", script},
-		Env:     d.batchEnv(&j, mine),
-		UID:     j.UID,
-		GID:     j.GID,
-		WorkDir: j.Spec.WorkDir,
-		Stdout:  j.StdOut,
-		Stderr:  j.StdErr,
-		CPUs:    mine.CPUs,
-		MemMB:   mine.MemMB,
+		ID:       fmt.Sprintf("%d.batch", j.ID),
+		Argv:     []string{"/bin/sh", script},
+		UID:      j.UID,
+		GID:      j.GID,
+		WorkDir:  j.Spec.WorkDir,
+		Stdout:   j.StdOut,
+		Stderr:   j.StdErr,
+		Truncate: j.Spec.OpenMode != "append" && j.Restarts == 0,
+		CPUs:     mine.CPUs,
+		MemMB:    mine.MemMB,
 	}
+	spec.Env = d.stepEnv(&j, j.Spec.Env, envSlot{
+		masterAddr: d.nodeAddr(j.BatchHost), masterPort: d.masterPort(j.ID),
+		tmpDir: tmp, scratch: scratch,
+	})
 	if interp := interpreter(j.Spec.Script); interp != nil {
 		spec.Argv = append(interp, script)
 	}
-	step, err := d.exec.Launch(spec)
+	if j.Spec.Script == api.HolderScript {
+		// salloc's and srun's allocations print nothing.
+		spec.Stdout, spec.Stderr = "", ""
+	}
+	jc := j
+	d.steps.mu.Lock()
+	d.steps.jobs[j.ID] = &jc
+	delete(d.steps.ended, j.ID)
+	d.steps.mu.Unlock()
+	var step *exec.Step
+	err := serr
+	if err == nil {
+		step, err = d.exec.Launch(spec)
+	}
 	if err != nil {
 		os.RemoveAll(filepath.Dir(script))
-		writeErr(w, http.StatusInternalServerError, &api.Error{Message: err.Error()})
+		now := time.Now()
+		go d.jobEnded(&jc, jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: err.Error(), Start: now, End: now})
+		writeJSON(w, struct{}{})
 		return
 	}
 	d.steps.mu.Lock()
 	d.steps.steps[j.ID] = step
 	cancelled := d.steps.cancelled[j.ID]
 	delete(d.steps.cancelled, j.ID)
+	_, released := d.steps.released[j.ID]
 	d.steps.mu.Unlock()
-	if cancelled {
+	switch {
+	case cancelled:
 		step.Kill(d.killWait())
+	case released:
+		step.Kill(0)
 	}
-	go d.watch(j.ID, step, filepath.Dir(script))
+	go d.watch(&jc, step, filepath.Dir(script))
 	writeJSON(w, struct{}{})
 }
 
-// watch waits for a step to end and reports the end to the leader until
-// the leader has committed it.
-func (d *Daemon) watch(id uint64, step *exec.Step, dir string) {
+// watch waits for a batch step to end and reports the job's end.
+func (d *Daemon) watch(j *api.Job, step *exec.Step, dir string) {
 	res := step.Wait()
-	d.steps.mu.Lock()
-	delete(d.steps.steps, id)
-	d.steps.mu.Unlock()
 	os.RemoveAll(dir)
-	e := jobEnd{JobID: id, Node: d.o.Name, ExitCode: res.ExitCode, Signal: res.Signal, OOM: res.OOM, Start: res.Start, End: res.End}
+	e := jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: res.ExitCode, Signal: res.Signal, OOM: res.OOM, Start: res.Start, End: res.End}
 	if res.Err != nil {
 		e.Error = res.Err.Error()
 	}
+	if res.OOM {
+		e.ExitCode, e.Signal = 0, api.SigOOM&0x7f // OUT_OF_MEMORY 0:125, as Slurm shows it
+	}
+	d.jobEnded(j, e)
+}
+
+// jobEnded finishes a job on its batch host: an allocation that salloc or
+// srun released ends with the status they gave; the job's steps on every
+// node of the allocation are killed and its $TMPDIRs removed; the end is
+// reported to the leader until the leader has committed it.
+func (d *Daemon) jobEnded(j *api.Job, e jobEnd) {
+	d.steps.mu.Lock()
+	delete(d.steps.steps, j.ID)
+	delete(d.steps.jobs, j.ID)
+	if rel, ok := d.steps.released[j.ID]; ok {
+		delete(d.steps.released, j.ID)
+		e.ExitCode, e.Signal = rel.ExitCode, rel.Signal
+		e.OOM = e.OOM || rel.OOM
+	}
+	d.steps.mu.Unlock()
+	go d.cleanupJob(j)
 	delay := 100 * time.Millisecond
 	for {
 		addr, err := d.localAPI()
@@ -132,7 +213,7 @@ func (d *Daemon) watch(id uint64, step *exec.Step, dir string) {
 		if err == nil {
 			return
 		}
-		d.log.Warn("reporting job end failed; retrying", "job", id, "err", err)
+		d.log.Warn("reporting job end failed; retrying", "job", j.ID, "err", err)
 		select {
 		case <-d.ctx.Done():
 			return
@@ -154,6 +235,7 @@ func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request) {
 	d.steps.mu.Lock()
 	step := d.steps.steps[req.JobID]
 	if step == nil && req.Signal == 0 {
+		// Not started yet (or being started): it is killed as it starts.
 		d.steps.cancelled[req.JobID] = true
 	}
 	d.steps.mu.Unlock()
@@ -161,7 +243,15 @@ func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request) {
 	case step == nil:
 	case req.Signal == 0:
 		step.Kill(req.KillWait)
+		// The job's steps end with it, on every node.
+		if j := d.jobHere(req.JobID); j != nil {
+			go d.cleanupJob(j)
+		}
 	default:
+		// scancel --signal: the batch step and every step of the job.
+		if j := d.jobHere(req.JobID); j != nil {
+			go d.signalJobSteps(j, req.Signal)
+		}
 		if err := step.Signal(syscall.Signal(req.Signal)); err != nil {
 			writeErr(w, http.StatusInternalServerError, err)
 			return
@@ -201,75 +291,6 @@ func interpreter(script string) []string {
 	return f
 }
 
-// batchEnv is the batch step's environment: the submitter's environment
-// (--export=ALL) plus the SLURM_* variables of Slurm 22.05.
-func (d *Daemon) batchEnv(j *api.Job, mine api.NodeAlloc) []string {
-	nodes := hostlist.Compress(j.NodeNames())
-	tasks := j.Spec.NTasks
-	cpusPerNode := make([]int, len(j.Alloc))
-	for i, a := range j.Alloc {
-		cpusPerNode[i] = a.CPUs
-	}
-	set := map[string]string{
-		"SLURM_JOB_ID":                strconv.FormatUint(j.ID, 10),
-		"SLURM_JOBID":                 strconv.FormatUint(j.ID, 10),
-		"SLURM_JOB_NAME":              j.Spec.Name,
-		"SLURM_JOB_NODELIST":          nodes,
-		"SLURM_NODELIST":              nodes,
-		"SLURM_JOB_NUM_NODES":         strconv.Itoa(len(j.Alloc)),
-		"SLURM_NNODES":                strconv.Itoa(len(j.Alloc)),
-		"SLURM_CPUS_ON_NODE":          strconv.Itoa(mine.CPUs),
-		"SLURM_JOB_CPUS_PER_NODE":     repeatCounts(cpusPerNode),
-		"SLURM_SUBMIT_DIR":            j.Spec.WorkDir,
-		"SLURM_SUBMIT_HOST":           j.Spec.SubmitHost,
-		"SLURM_JOB_PARTITION":         j.Spec.Partition,
-		"SLURMD_NODENAME":             d.o.Name,
-		"SLURM_CLUSTER_NAME":          d.cfg.ClusterName,
-		"SLURM_JOB_ACCOUNT":           j.Account,
-		"SLURM_JOB_QOS":               "normal",
-		"SLURM_JOB_UID":               strconv.FormatUint(uint64(j.UID), 10),
-		"SLURM_JOB_GID":               strconv.FormatUint(uint64(j.GID), 10),
-		"SLURM_JOB_USER":              j.User,
-		"SLURM_NODEID":                "0",
-		"SLURM_PROCID":                "0",
-		"SLURM_LOCALID":               "0",
-		"SLURM_GTIDS":                 "0",
-		"SLURM_PRIO_PROCESS":          "0",
-		"SLURM_TOPOLOGY_ADDR":         d.o.Name,
-		"SLURM_TOPOLOGY_ADDR_PATTERN": "node",
-		"SLURM_NODE_ALIASES":          "(null)",
-		"SLURM_TASKS_PER_NODE":        repeatCounts(tasksPerNode(j)),
-		"HPC_SOCKET":                  d.o.Socket,
-	}
-	if tasks > 0 {
-		set["SLURM_NTASKS"] = strconv.Itoa(tasks)
-		set["SLURM_NPROCS"] = strconv.Itoa(tasks)
-	}
-	if j.Spec.CPUsPerTask > 0 {
-		set["SLURM_CPUS_PER_TASK"] = strconv.Itoa(j.Spec.CPUsPerTask)
-	}
-	if j.Spec.MemPerNodeMB > 0 {
-		set["SLURM_MEM_PER_NODE"] = strconv.FormatInt(j.Spec.MemPerNodeMB, 10)
-	} else if d.cfg.DefMemPerCPU > 0 {
-		set["SLURM_MEM_PER_CPU"] = strconv.FormatInt(d.cfg.DefMemPerCPU, 10)
-	}
-	var env []string
-	for _, kv := range j.Spec.Env {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, override := set[k]; override || strings.HasPrefix(k, "SLURM_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
-	if !hasVar(env, "PATH") {
-		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin")
-	}
-	return env
-}
-
 func hasVar(env []string, name string) bool {
 	for _, kv := range env {
 		if strings.HasPrefix(kv, name+"=") {
@@ -277,16 +298,6 @@ func hasVar(env []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// tasksPerNode splits the job's tasks over its nodes as the allocation did.
-func tasksPerNode(j *api.Job) []int {
-	cpt := max(j.Spec.CPUsPerTask, 1)
-	out := make([]int, len(j.Alloc))
-	for i, a := range j.Alloc {
-		out[i] = max(a.CPUs/cpt, 1)
-	}
-	return out
 }
 
 // repeatCounts writes counts as Slurm does: "2(x2),1".
@@ -307,10 +318,14 @@ func repeatCounts(v []int) string {
 	return strings.Join(parts, ",")
 }
 
-// expandPath turns an -o/-e pattern into a path: %j job id, %x job name,
-// %u user, %N first node, %% a percent sign. Relative paths are taken from
-// the job's working directory. An empty pattern gives def (itself a
-// pattern, or an already expanded path).
+// expandPath turns an -o/-e pattern into a path, as sbatch's filename
+// patterns go: %j job id, %J job id with step ("12.batch"), %x job name,
+// %u user, %N the first node, %n node index (0), %t task (0), %s step
+// ("batch"), %A array master id (the job id), %a array index (4294967294
+// outside an array, as Slurm prints NO_VAL), %% a percent sign; a number
+// after the % zero-pads numbers to that width ("%4j" 0012). Relative paths
+// are taken from the job's working directory. An empty pattern gives def
+// (itself a pattern, or an already expanded path).
 func expandPath(pattern string, j *api.Job, def string) string {
 	if pattern == "" {
 		pattern = def
@@ -319,6 +334,13 @@ func expandPath(pattern string, j *api.Job, def string) string {
 	if len(j.Alloc) > 0 {
 		first = j.Alloc[0].Node
 	}
+	id := strconv.FormatUint(j.ID, 10)
+	pad := func(s string, width int) string {
+		for len(s) < width {
+			s = "0" + s
+		}
+		return s
+	}
 	var b strings.Builder
 	for i := 0; i < len(pattern); i++ {
 		c := pattern[i]
@@ -326,22 +348,38 @@ func expandPath(pattern string, j *api.Job, def string) string {
 			b.WriteByte(c)
 			continue
 		}
-		i++
-		switch pattern[i] {
+		k := i + 1
+		for k < len(pattern) && pattern[k] >= '0' && pattern[k] <= '9' {
+			k++
+		}
+		width, _ := strconv.Atoi(pattern[i+1 : k])
+		if k == len(pattern) {
+			b.WriteString(pattern[i:])
+			break
+		}
+		switch pattern[k] {
 		case 'j', 'A':
-			b.WriteString(strconv.FormatUint(j.ID, 10))
+			b.WriteString(pad(id, width))
+		case 'J':
+			b.WriteString(pad(id, width) + ".batch")
 		case 'x':
 			b.WriteString(j.Spec.Name)
 		case 'u':
 			b.WriteString(j.User)
 		case 'N':
 			b.WriteString(first)
+		case 'n', 't':
+			b.WriteString(pad("0", width))
+		case 's':
+			b.WriteString("batch")
+		case 'a':
+			b.WriteString(pad("4294967294", width))
 		case '%':
 			b.WriteByte('%')
 		default:
-			b.WriteByte('%')
-			b.WriteByte(pattern[i])
+			b.WriteString(pattern[i : k+1])
 		}
+		i = k
 	}
 	p := b.String()
 	if !filepath.IsAbs(p) {

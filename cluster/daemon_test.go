@@ -36,6 +36,12 @@ func startOne(t *testing.T) (*Daemon, *api.Client) {
 
 func startOneWith(t *testing.T, edit func(*Options)) (*Daemon, *api.Client) {
 	t.Helper()
+	return startOneConf(t, "", edit)
+}
+
+// startOneConf starts a one-node cluster whose config has extra lines.
+func startOneConf(t *testing.T, extra string, edit func(*Options)) (*Daemon, *api.Client) {
+	t.Helper()
 	text, err := config.Lab(1)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,7 @@ func startOneWith(t *testing.T, edit func(*Options)) (*Daemon, *api.Client) {
 	// A loopback address of its own, so tests running side by side (other
 	// packages, other checkouts) never meet.
 	addr := fmt.Sprintf("127.66.%d.", 1+rand.IntN(250))
-	text = strings.ReplaceAll(text, "127.0.1.", addr) + "\nHpcApiPort=26817\nHpcRaftPort=26818\nHpcGossipPort=26819\n"
+	text = strings.ReplaceAll(text, "127.0.1.", addr) + "\nHpcApiPort=26817\nHpcRaftPort=26818\nHpcGossipPort=26819\n" + extra
 	cfg, err := config.Parse(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)

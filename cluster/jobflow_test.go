@@ -90,3 +90,38 @@ func TestDependencyHoldRequeue(t *testing.T) {
 		t.Errorf("hold of a finished job: %+v", res)
 	}
 }
+
+// sprio's data: with multifactor priority the leader reports each pending
+// job's priority and factors; a bigger job gets the larger job-size factor.
+func TestPriorityFactors(t *testing.T) {
+	_, cl := startOneConf(t, "PriorityType=priority/multifactor\nPriorityWeightJobSize=1000\nPriorityWeightAge=100\n", func(*Options) {})
+	ctx := context.Background()
+	dir := t.TempDir()
+	block, err := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\nsleep 300\n", WorkDir: dir, NTasks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, block, api.StateRunning)
+	small, _ := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\ntrue\n", WorkDir: dir})
+	big, _ := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\ntrue\n", WorkDir: dir, NTasks: 2})
+	var resp *api.PriorityResponse
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err = cl.Priority(ctx)
+		if err == nil && len(resp.Rows) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("priority rows: %+v %v", resp, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp.Plugin != "priority/multifactor" || resp.Weights.JobSize != 1000 {
+		t.Fatalf("plugin/weights %+v", resp)
+	}
+	rs, rb := resp.Rows[0], resp.Rows[1]
+	if rs.JobID != small || rb.JobID != big || rb.Weighted.JobSize <= rs.Weighted.JobSize || rb.Priority <= rs.Priority {
+		t.Errorf("job size factor: small %+v big %+v", rs, rb)
+	}
+	cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{block, small, big}})
+}

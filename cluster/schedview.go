@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -418,4 +419,30 @@ func (v *schedView) usageFor(acct *accounting.Store, now time.Time, halfLife tim
 	}
 	v.usageTime = now
 	return v.usage
+}
+
+// priorities lists the last pass's priorities of the pending jobs (sprio),
+// in job id order.
+func (v *schedView) priorities(cfg *config.Config, jobs map[uint64]*api.Job) api.PriorityResponse {
+	p := cfg.Priority
+	out := api.PriorityResponse{Plugin: p.Type}
+	if p.Type == "priority/multifactor" {
+		out.Weights = api.PriorityFactors{Age: float64(p.WeightAge), Fairshare: float64(p.WeightFairshare),
+			JobSize: float64(p.WeightJobSize), Partition: float64(p.WeightPartition), QOS: float64(p.WeightQOS)}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for id, r := range v.results {
+		j := jobs[id]
+		if j == nil {
+			continue
+		}
+		f := func(x sched.Factors) api.PriorityFactors {
+			return api.PriorityFactors{Age: x.Age, Fairshare: x.Fairshare, JobSize: x.JobSize, Partition: x.Partition, QOS: x.QOS}
+		}
+		out.Rows = append(out.Rows, api.PriorityRow{JobID: id, User: j.User, Partition: j.Spec.Partition,
+			Priority: r.Priority, Weighted: f(r.Weighted), Normalized: f(r.Factors), Nice: r.Factors.Nice})
+	}
+	sort.Slice(out.Rows, func(a, b int) bool { return out.Rows[a].JobID < out.Rows[b].JobID })
+	return out
 }

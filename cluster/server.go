@@ -30,6 +30,7 @@ func (d *Daemon) startServers() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/submit", d.leaderRoute(d.handleSubmit))
 	mux.HandleFunc("GET /api/jobs", d.leaderRoute(d.handleJobs))
+	mux.HandleFunc("GET /api/priority", d.leaderRoute(d.handlePriority))
 	mux.HandleFunc("GET /api/nodes", d.leaderRoute(d.handleNodes))
 	mux.HandleFunc("POST /api/cancel", d.leaderRoute(d.handleCancel))
 	mux.HandleFunc("POST /api/jobcontrol", d.leaderRoute(d.handleJobControl))
@@ -510,4 +511,18 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id Ide
 		out.Results = append(out.Results, res)
 	}
 	writeJSON(w, out)
+}
+
+// handlePriority answers sprio from the leader's last scheduling pass.
+func (d *Daemon) handlePriority(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	jobs := map[uint64]*api.Job{}
+	d.fsm.view(func(st *state) {
+		for jid, j := range st.Jobs {
+			if j.State == api.StatePending {
+				cp := *j
+				jobs[jid] = &cp
+			}
+		}
+	})
+	writeJSON(w, d.view.priorities(d.cfg, jobs))
 }

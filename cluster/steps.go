@@ -1,15 +1,377 @@
 package cluster
 
-import "net/http"
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"hpc/accounting"
+	"hpc/cluster/api"
+	"hpc/cluster/hostlist"
+)
 
 // Steps (srun inside an allocation, JOBID.0, JOBID.1, ...) live here: their
-// Raft ops, their API routes and their launch across the allocation.
+// Raft ops, their API routes and where their tasks go in the allocation.
+// steprun.go launches them and carries their output; stepenv.go builds the
+// environment of every step, the batch step's included.
+//
+// How a step travels: srun asks its node (unix socket, POST /api/step/run).
+// That node, the step's launcher, asks the leader to create the step
+// (/api/step/create: checks, layout, opStepStart through Raft), picks
+// MASTER_PORT on the step's first node, then asks the agent of every node
+// of the step to start its tasks (/internal/step/launch). Each agent
+// answers with a stream of output and task ends; the launcher merges them
+// into its answer to srun, and when every node has finished it commits
+// opStepEnd. srun's Ctrl-C goes to the launcher (/api/step/signal), which
+// signals the agents. If srun goes away, its request's context ends the
+// agents' streams and they kill their tasks.
+
+// Step ops carried by Raft log entries.
+const (
+	opStepStart = "step-start" // a new step of a running job; the FSM numbers it
+	opStepEnd   = "step-end"   // every task of a step has ended
+)
+
+// stepCommand makes a step op's log entry. The step travels in the entry's
+// Job field (a job record holding only that step) until command has a
+// field of its own for it.
+func stepCommand(op string, now time.Time, jobID uint64, s api.Step) command {
+	return command{Op: op, Time: now, JobID: jobID, Job: &api.Job{ID: jobID, Steps: []api.Step{s}}}
+}
+
+// stepOf returns the step a step op carries.
+func stepOf(c *command) (api.Step, bool) {
+	if c.Job == nil || len(c.Job.Steps) != 1 {
+		return api.Step{}, false
+	}
+	return c.Job.Steps[0], true
+}
 
 // applyStepOp applies the step ops. It returns ok=false for ops it does not
 // know. Called with f.mu held, like apply.
+//
+// Step records are copied on write (a new Steps slice each time), because
+// readers hold shallow copies of jobs outside the lock. The step's
+// accounting row is written here, under the lock, as recordJob writes only
+// the job's own rows.
 func (f *FSM) applyStepOp(c *command) (applyResult, []uint64, bool) {
-	return applyResult{}, nil, false
+	switch c.Op {
+	case opStepStart, opStepEnd:
+	default:
+		return applyResult{}, nil, false
+	}
+	s, ok := stepOf(c)
+	j := f.st.Jobs[c.JobID]
+	switch {
+	case !ok:
+		return applyResult{Err: fmt.Errorf("%s entry without a step", c.Op)}, nil, true
+	case j == nil:
+		return applyResult{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil, true
+	}
+	var rec *api.Step
+	if c.Op == opStepStart {
+		if j.State != api.StateRunning || j.CancelRequested {
+			return applyResult{Err: &api.Error{Message: api.ErrAlreadyDone}}, nil, true
+		}
+		s.ID = j.NextStepID
+		s.State = api.StateRunning
+		s.Start, s.End = c.Time, time.Time{}
+		s.ExitCode, s.Signal = 0, 0
+		j.NextStepID++
+		j.Steps = append(append([]api.Step(nil), j.Steps...), s)
+		rec = &j.Steps[len(j.Steps)-1]
+	} else {
+		i := stepIndex(j, s.ID)
+		if i < 0 || j.Steps[i].State.Final() {
+			return applyResult{}, nil, true // a repeated or stale report
+		}
+		steps := append([]api.Step(nil), j.Steps...)
+		e := &steps[i]
+		e.ExitCode, e.Signal, e.End = s.ExitCode, s.Signal, c.Time
+		e.State = stepEndState(j, s)
+		j.Steps = steps
+		rec = e
+	}
+	if f.acct != nil {
+		if err := f.acct.UpsertStep(stepRecord(j, rec)); err != nil {
+			f.log.Error("accounting write failed", "job", j.ID, "step", rec.ID, "err", err)
+		}
+	}
+	return applyResult{JobID: uint64(rec.ID)}, nil, true
+}
+
+// stepEndState is the state a step ends in. The report's State is a hint
+// from the launcher: OUT_OF_MEMORY (the OOM killer struck) or CANCELLED
+// (srun killed it, or its job ended under it).
+func stepEndState(j *api.Job, report api.Step) api.JobState {
+	switch {
+	case report.State == api.StateOutOfMemory:
+		return api.StateOutOfMemory
+	case report.State == api.StateCancelled, j.CancelRequested && report.Signal != 0:
+		return api.StateCancelled
+	case report.ExitCode != 0 || report.Signal != 0:
+		return api.StateFailed
+	}
+	return api.StateCompleted
+}
+
+func stepIndex(j *api.Job, id uint32) int {
+	for i := range j.Steps {
+		if j.Steps[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// closeSteps ends the steps still running when their job ends (the
+// launcher that would report them may be gone with a failed node): they
+// end CANCELLED at the job's end. Called with f.mu held; it returns the
+// accounting rows to write. The lead's finish and node-failure paths are
+// meant to call it.
+func closeSteps(j *api.Job, now time.Time) []accounting.StepRecord {
+	var recs []accounting.StepRecord
+	var steps []api.Step
+	for i := range j.Steps {
+		if j.Steps[i].State.Final() {
+			continue
+		}
+		if steps == nil {
+			steps = append([]api.Step(nil), j.Steps...)
+		}
+		s := &steps[i]
+		s.State, s.End = api.StateCancelled, now
+		if s.Signal == 0 {
+			s.Signal = 9
+		}
+		recs = append(recs, stepRecord(j, s))
+	}
+	if steps != nil {
+		j.Steps = steps
+	}
+	return recs
+}
+
+// stepRecord is a step's accounting row.
+func stepRecord(j *api.Job, s *api.Step) accounting.StepRecord {
+	r := accounting.StepRecord{
+		JobID:     j.ID,
+		Step:      strconv.FormatUint(uint64(s.ID), 10),
+		Name:      s.Name,
+		NodeList:  hostlist.Compress(s.Nodes),
+		AllocCPUs: s.NTasks() * max(s.CPUsPerTask, 1),
+		NTasks:    s.NTasks(),
+		State:     string(s.State),
+		Start:     s.Start,
+		End:       s.End,
+	}
+	if s.State.Final() {
+		r.ExitCode, r.Signal = s.ExitCode, s.Signal
+	}
+	return r
+}
+
+// stepRecords are the accounting rows of a job's steps (for Restore).
+func stepRecords(j *api.Job) []accounting.StepRecord {
+	out := make([]accounting.StepRecord, 0, len(j.Steps))
+	for i := range j.Steps {
+		out = append(out, stepRecord(j, &j.Steps[i]))
+	}
+	return out
+}
+
+// stepPlan is where a step's tasks go.
+type stepPlan struct {
+	Nodes       []string
+	Tasks       []int // per node
+	CPUsPerTask int
+	Warning     string
+}
+
+// jobTasksPerNode is how many tasks of the job each allocated node holds:
+// what the scheduler decided, else as many as its CPUs allow.
+func jobTasksPerNode(j *api.Job) []int {
+	cpt := max(j.Spec.CPUsPerTask, 1)
+	out := make([]int, len(j.Alloc))
+	for i, a := range j.Alloc {
+		if a.Tasks > 0 {
+			out[i] = a.Tasks
+		} else {
+			out[i] = max(a.CPUs/cpt, 1)
+		}
+	}
+	return out
+}
+
+// planStep decides where a step's tasks run in its job's allocation, as
+// srun does inside one: by default every node of the job and the job's
+// tasks; -N picks that many nodes (those of -w first), -n that many tasks
+// (one per node at least, then each node filled to its CPUs in order: the
+// block distribution); --ntasks-per-node puts that many on each node.
+// Errors read like Slurm's.
+func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
+	var p stepPlan
+	notAvail := &api.Error{Message: api.ErrConfigUnavailable}
+	p.CPUsPerTask = req.CPUsPerTask
+	if p.CPUsPerTask <= 0 {
+		p.CPUsPerTask = max(j.Spec.CPUsPerTask, 1)
+	}
+	if req.Nodes < 0 || req.NTasks < 0 || req.NTasksPerNode < 0 {
+		return p, &api.Error{Message: api.ErrNodeCountInvalid}
+	}
+	index := map[string]int{}
+	for i, a := range j.Alloc {
+		index[a.Node] = i
+	}
+	// The candidate nodes in order: those of -w first.
+	var order []int
+	named := 0
+	if req.NodeList != "" {
+		names, err := hostlist.Expand(req.NodeList)
+		if err != nil {
+			return p, &api.Error{Message: api.ErrInvalidNodeName, Detail: err.Error()}
+		}
+		seen := map[int]bool{}
+		for _, n := range names {
+			i, ok := index[n]
+			if !ok {
+				return p, notAvail
+			}
+			if !seen[i] {
+				seen[i] = true
+				order = append(order, i)
+			}
+		}
+		named = len(order)
+		if req.Nodes > 0 && req.Nodes < named {
+			return p, &api.Error{Message: api.ErrNodeCountInvalid}
+		}
+		for i := range j.Alloc {
+			if !seen[i] {
+				order = append(order, i)
+			}
+		}
+	} else {
+		for i := range j.Alloc {
+			order = append(order, i)
+		}
+	}
+	nnodes := len(j.Alloc)
+	switch {
+	case req.Nodes > 0:
+		nnodes = req.Nodes
+	case named > 0:
+		nnodes = named
+	}
+	if nnodes > len(j.Alloc) || nnodes == 0 {
+		return p, notAvail
+	}
+	ntasks := req.NTasks
+	if ntasks == 0 {
+		switch {
+		case req.NTasksPerNode > 0:
+			ntasks = nnodes * req.NTasksPerNode
+		case req.Nodes > 0 || named > 0:
+			ntasks = nnodes
+		case j.Spec.NTasks > 0:
+			ntasks = j.Spec.NTasks
+		case req.CPUsPerTask > 0:
+			for _, a := range j.Alloc[:nnodes] {
+				ntasks += max(a.CPUs/p.CPUsPerTask, 1)
+			}
+		default:
+			for _, t := range jobTasksPerNode(j)[:nnodes] {
+				ntasks += t
+			}
+		}
+	}
+	if ntasks < nnodes {
+		if req.Nodes > 0 {
+			p.Warning = fmt.Sprintf("can't run %d processes on %d nodes, setting nnodes to %d", ntasks, nnodes, ntasks)
+		}
+		nnodes = max(ntasks, named)
+		if ntasks < named {
+			return p, &api.Error{Message: api.ErrNodeCountInvalid}
+		}
+	}
+	order = order[:nnodes]
+	room := make([]int, nnodes) // tasks each node can take
+	for k, i := range order {
+		room[k] = j.Alloc[i].CPUs / p.CPUsPerTask
+		if room[k] == 0 {
+			return p, &api.Error{Message: api.ErrTooManyProcessors}
+		}
+	}
+	tasks := make([]int, nnodes)
+	left := ntasks
+	if req.NTasksPerNode > 0 {
+		for k := range tasks {
+			tasks[k] = min(req.NTasksPerNode, left)
+			left -= tasks[k]
+			if tasks[k] > room[k] {
+				return p, &api.Error{Message: api.ErrTooManyProcessors}
+			}
+		}
+		if left > 0 {
+			return p, &api.Error{Message: api.ErrTooManyProcessors}
+		}
+	} else {
+		for k := range tasks {
+			tasks[k] = 1
+		}
+		left -= nnodes
+		for k := range tasks {
+			add := min(room[k]-tasks[k], left)
+			tasks[k] += add
+			left -= add
+		}
+		if left > 0 {
+			return p, &api.Error{Message: api.ErrTooManyProcessors}
+		}
+	}
+	for k, i := range order {
+		if tasks[k] == 0 {
+			continue
+		}
+		p.Nodes = append(p.Nodes, j.Alloc[i].Node)
+		p.Tasks = append(p.Tasks, tasks[k])
+	}
+	return p, nil
 }
 
 // registerStepRoutes adds the step routes to the API.
-func (d *Daemon) registerStepRoutes(mux *http.ServeMux) {}
+func (d *Daemon) registerStepRoutes(mux *http.ServeMux) {
+	// Served by the node srun or salloc talks to.
+	mux.HandleFunc("POST /api/step/run", d.localRoute(d.handleStepRun))
+	mux.HandleFunc("POST /api/step/signal", d.localRoute(d.handleStepSignal))
+	// Served by the leader.
+	mux.HandleFunc("POST /api/step/create", d.leaderRoute(d.handleStepCreate))
+	mux.HandleFunc("GET /api/alloc/wait", d.leaderRoute(d.handleAllocWait))
+	mux.HandleFunc("POST /api/alloc/release", d.leaderRoute(d.handleRelease))
+	mux.HandleFunc("POST /internal/step/end", d.nodeRoute(d.leaderRoute(d.handleStepEnd)))
+	// Served by the agents.
+	mux.HandleFunc("POST /internal/step/launch", d.nodeRoute(d.handleStepLaunch))
+	mux.HandleFunc("POST /internal/step/signal", d.nodeRoute(d.handleTaskSignal))
+	mux.HandleFunc("POST /internal/step/port", d.nodeRoute(d.handleStepPort))
+	mux.HandleFunc("POST /internal/job/cleanup", d.nodeRoute(d.handleJobCleanup))
+	mux.HandleFunc("POST /internal/job/release", d.nodeRoute(d.handleHolderRelease))
+	mux.HandleFunc("POST /internal/job/signal", d.nodeRoute(d.handleJobStepsSignal))
+}
+
+// localRoute runs h on this node for any caller it can identify.
+func (d *Daemon) localRoute(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := identityFrom(r.Context())
+		if !ok {
+			writeErr(w, http.StatusUnauthorized, fmt.Errorf("cannot tell who is asking (no peer credentials)"))
+			return
+		}
+		body, err := requestBody(r)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, err)
+			return
+		}
+		h(w, r, id, body)
+	}
+}

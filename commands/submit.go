@@ -4,71 +4,63 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-
-	"github.com/urfave/cli/v2"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
 )
 
-func submitCommand() *cli.Command {
-	return &cli.Command{
-		Name:            "submit",
-		Aliases:         []string{"sbatch"},
-		Usage:           "submit a batch script (sbatch)",
-		ArgsUsage:       "[OPTIONS] SCRIPT [ARGS...]",
-		SkipFlagParsing: true,
-		Action:          runSubmit,
-	}
-}
-
-func runSubmit(c *cli.Context) error {
-	cwd, err := os.Getwd()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "sbatch: error: cannot tell the current directory: %v\n", err)
-		return exit(1)
-	}
-	host, _ := os.Hostname()
-	opts, err := jobspec.Resolve(c.Args().Slice(), jobspec.Input{
-		Cwd: cwd, Env: os.Environ(), ReadFile: os.ReadFile, Stdin: os.Stdin, Hostname: host,
+// sbatchMain is sbatch.
+func sbatchMain(e *Env, prog string, args []string) int {
+	opts, err := jobspec.Resolve(args, jobspec.Input{
+		Cwd: e.Cwd, Env: e.Environ, ReadFile: os.ReadFile, Stdin: e.Stdin, Hostname: e.Hostname, Now: e.Now(),
 	})
 	if err != nil {
-		return usageExit("sbatch", err)
+		return usageExit(e, prog, err)
 	}
 	if opts.Help {
-		fmt.Println("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]")
-		return nil
+		io.WriteString(e.Stdout, sbatchHelp)
+		return 0
 	}
 	if opts.Version {
-		fmt.Println(versionString)
-		return nil
+		fmt.Fprintln(e.Stdout, slurmVersion)
+		return 0
+	}
+	if opts.TestOnly {
+		e.errorf(prog, "--test-only is not supported yet")
+		return 1
+	}
+	for _, n := range opts.Notices {
+		fmt.Fprintf(e.Stderr, "%s: %s\n", prog, n)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cl, err := client(ctx)
+	cl, err := e.Client(ctx)
 	if err != nil {
-		return submitFailed(err)
+		return submitFailed(e, prog, err)
 	}
 	id, err := cl.Submit(ctx, opts.Spec)
 	if err != nil {
-		return submitFailed(err)
+		return submitFailed(e, prog, err)
 	}
-	if opts.Parsable {
-		fmt.Println(id)
-	} else {
-		fmt.Printf("Submitted batch job %d\n", id)
+	switch {
+	case opts.Quiet:
+	case opts.Parsable:
+		fmt.Fprintln(e.Stdout, id)
+	default:
+		fmt.Fprintf(e.Stdout, "Submitted batch job %d\n", id)
 	}
 	if !opts.Wait {
-		return nil
+		return 0
 	}
 	j, err := cl.Wait(ctx, id)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "sbatch: error: waiting for job %d: %v\n", id, err)
-		return exit(1)
+		e.errorf(prog, "waiting for job %d: %v", id, err)
+		return 1
 	}
-	return exit(jobExitStatus(j))
+	return jobExitStatus(j)
 }
 
 // jobExitStatus is what `sbatch --wait` exits with: the job's exit code,
@@ -84,23 +76,79 @@ func jobExitStatus(j *api.Job) int {
 }
 
 // usageExit prints a client-side option error as Slurm does.
-func usageExit(prog string, err error) error {
+func usageExit(e *Env, prog string, err error) int {
 	var ue *jobspec.UsageError
 	if errors.As(err, &ue) {
-		fmt.Fprint(os.Stderr, ue.Format(prog))
-		return exit(ue.Code)
+		fmt.Fprint(e.Stderr, ue.Format(prog))
+		return ue.Code
 	}
-	fmt.Fprintf(os.Stderr, "%s: error: %v\n", prog, err)
-	return exit(1)
+	e.errorf(prog, "%v", err)
+	return 1
 }
 
-func submitFailed(err error) error {
+func submitFailed(e *Env, prog string, err error) int {
 	detail, msg := errText(err)
 	if detail != "" {
-		fmt.Fprintf(os.Stderr, "sbatch: error: %s\n", detail)
+		e.errorf(prog, "%s", detail)
 	}
-	fmt.Fprintf(os.Stderr, "sbatch: error: Batch job submission failed: %s\n", msg)
-	return exit(1)
+	e.errorf(prog, "Batch job submission failed: %s", msg)
+	return 1
 }
 
-const versionString = "hpc 0.1 (slurm-wlm 22.05.8 compatible)"
+const sbatchHelp = `Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]
+
+Parallel run options:
+  -a, --array=indexes         job array index values
+  -A, --account=name          charge job to specified account
+      --begin=time            defer job until HH:MM MM/DD/YY
+  -c, --cpus-per-task=ncpus   number of cpus required per task
+  -C, --constraint=list       specify a list of constraints
+  -d, --dependency=type:jobid[:time] defer job until condition on jobid is satisfied
+  -D, --chdir=directory       set working directory for batch script
+  -e, --error=err             file for batch script's standard error
+      --export[=names]        specify environment variables to export
+  -H, --hold                  submit job in held state
+  -i, --input=in              file for batch script's standard input
+  -J, --job-name=jobname      name of job
+      --mail-type=type        notify on state change (recorded; hpc sends no mail)
+      --mail-user=user        who to send email notification for job state changes
+  -n, --ntasks=ntasks         number of tasks to run
+  -N, --nodes=N               number of nodes on which to run (N = min[-max])
+  -o, --output=out            file for batch script's standard output
+      --open-mode={append|truncate} how to open the output and error files
+  -p, --partition=partition   partition requested
+      --parsable              outputs only the jobid and cluster name (if present)
+  -q, --qos=qos               quality of service
+  -Q, --quiet                 quiet mode (suppress informational messages)
+      --requeue, --no-requeue whether the job may be requeued
+      --signal=[R:]num[@time] send signal when time limit within time seconds
+      --switches=max-switches[@max-time-to-wait]
+  -t, --time=minutes          time limit
+      --time-min=minutes      minimum time limit (if distinct)
+  -W, --wait                  wait for completion of submitted job
+      --wrap[=command string] wrap command string in a sh script and submit
+
+Constraint options:
+      --mem=MB                minimum amount of real memory
+      --mem-per-cpu=MB        maximum amount of real memory per allocated cpu
+      --mem-per-gpu=MB        real memory per allocated GPU
+  -w, --nodelist=hosts...     request a specific list of hosts
+  -x, --exclude=hosts...      exclude a specific list of hosts
+      --exclusive[=user|mcs]  allocate nodes in exclusive mode
+
+GPU scheduling options:
+  -G, --gpus=n                count of GPUs required for the job
+      --gpus-per-node=n       number of GPUs required per allocated node
+      --gpus-per-task=n       number of GPUs required per spawned task
+      --gres=list             required generic resources
+
+Input environment variables SBATCH_ACCOUNT, SBATCH_PARTITION, SBATCH_TIMELIMIT,
+... set options between #SBATCH directives and the command line.
+
+Help options:
+  -h, --help                  show this help message
+      --usage                 display brief usage message
+
+Other options:
+  -V, --version               output version information and exit
+`

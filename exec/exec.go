@@ -5,6 +5,7 @@ package exec
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/user"
@@ -58,7 +59,50 @@ type StepSpec struct {
 	// MemMB limits memory (and memory plus swap, so no swap) in MiB; 0 means
 	// no limit.
 	MemMB int64
+	// Tasks, when set, are the step's processes (srun's tasks) instead of
+	// Argv, Env, Stdout and Stderr: each task is a process of its own in the
+	// step's container (or process group), all started before Launch
+	// returns, and the step ends when every task has ended.
+	Tasks []TaskSpec
+	// OnTaskEnd, when set, is called once per task (from a goroutine of the
+	// executor) when the task's process has ended and its output has been
+	// delivered, before the step as a whole ends.
+	OnTaskEnd func(task int, r TaskResult)
 }
+
+// TaskSpec is one task of a step that runs several.
+type TaskSpec struct {
+	// Argv is the task's command; Argv[0] must be an absolute path.
+	Argv []string
+	// Env is the task's complete environment.
+	Env []string
+	// Stdout and Stderr receive the task's output as it is written (from
+	// one goroutine per stream); nil discards it. Its stdin is /dev/null.
+	Stdout, Stderr io.Writer
+}
+
+// TaskResult is how one task of a step ended.
+type TaskResult struct {
+	// ExitCode is the task's exit status; 0 when a signal killed it.
+	ExitCode int
+	// Signal is the signal that killed the task, or 0.
+	Signal int
+}
+
+// OutputError is returned by Launch when an output file of the step cannot
+// be opened; it reads as slurmstepd's message ("Could not open stdout file
+// /x/out: Permission denied").
+type OutputError struct {
+	Stream string // "stdout" or "stderr"
+	Path   string
+	Err    error
+}
+
+func (e *OutputError) Error() string {
+	return fmt.Sprintf("Could not open %s file %s: %s", e.Stream, e.Path, errnoText(e.Err))
+}
+
+func (e *OutputError) Unwrap() error { return e.Err }
 
 // Result is how a step ended.
 type Result struct {
@@ -70,11 +114,24 @@ type Result struct {
 	// OOM reports that the kernel's OOM killer killed a process of the step
 	// (the cgroup's oom_kill counter rose while it ran).
 	OOM bool
+	// OOMKills counts the processes the OOM killer killed (container mode).
+	OOMKills int
 	// Err is set when the step could not be run or cleaned up properly;
 	// failures before the step started are returned by Launch instead.
 	Err error
 	// Start and End bracket the step's process.
 	Start, End time.Time
+	// Tasks holds each task's end, for a step launched with Tasks (and then
+	// ExitCode is the highest task exit code, Signal the first signal that
+	// killed a task).
+	Tasks []TaskResult
+}
+
+// OOMNotice is the line slurmstepd adds to a step's stderr when the OOM
+// killer struck in it; container steps with output files get it from the
+// executor.
+func OOMNotice(stepID string, kills int) string {
+	return fmt.Sprintf("slurmstepd: error: Detected %d oom-kill event(s) in StepId=%s. Some of your processes may have been killed by the cgroup out-of-memory handler.\n", kills, stepID)
 }
 
 // ErrStepEnded is returned by Step.Signal once the step's process has ended.
@@ -223,6 +280,19 @@ func checkSpec(spec *StepSpec) error {
 	if spec.ID == "" {
 		return errors.New("exec: step ID is empty")
 	}
+	if len(spec.Tasks) > 0 {
+		// The tasks replace the step's own command, environment and
+		// output files.
+		spec.Argv, spec.Env, spec.Stdout, spec.Stderr = spec.Tasks[0].Argv, nil, "", ""
+		for i, t := range spec.Tasks {
+			if len(t.Argv) == 0 || !filepath.IsAbs(t.Argv[0]) {
+				return fmt.Errorf("exec: step %s task %d: the command must start with an absolute path, got %q", spec.ID, i, t.Argv)
+			}
+			if err := checkEnv(spec.ID, t.Env); err != nil {
+				return err
+			}
+		}
+	}
 	if len(spec.Argv) == 0 || !filepath.IsAbs(spec.Argv[0]) {
 		return fmt.Errorf("exec: step %s: the command must start with an absolute path, got %q", spec.ID, spec.Argv)
 	}
@@ -234,13 +304,20 @@ func checkSpec(spec *StepSpec) error {
 	if spec.WorkDir != "" && !filepath.IsAbs(spec.WorkDir) {
 		return fmt.Errorf("exec: step %s: working directory %q is not absolute", spec.ID, spec.WorkDir)
 	}
-	for _, kv := range spec.Env {
-		if i := strings.IndexByte(kv, '='); i <= 0 || strings.IndexByte(kv, 0) >= 0 {
-			return fmt.Errorf("exec: step %s: invalid environment entry %q", spec.ID, kv)
-		}
+	if err := checkEnv(spec.ID, spec.Env); err != nil {
+		return err
 	}
 	if spec.CPUs < 0 || spec.MemMB < 0 {
 		return fmt.Errorf("exec: step %s: negative limits (cpus %d, memory %d MB)", spec.ID, spec.CPUs, spec.MemMB)
+	}
+	return nil
+}
+
+func checkEnv(id string, env []string) error {
+	for _, kv := range env {
+		if i := strings.IndexByte(kv, '='); i <= 0 || strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("exec: step %s: invalid environment entry %q", id, kv)
+		}
 	}
 	return nil
 }

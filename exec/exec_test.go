@@ -9,6 +9,8 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -203,7 +205,7 @@ func TestHelloAsRootAndUser(t *testing.T) {
 				t.Errorf("output owned by %d, want %d", o, uid)
 			}
 			// Wait again: same result.
-			if r2 := s.Wait(); r2 != r {
+			if r2 := s.Wait(); !reflect.DeepEqual(r2, r) {
 				t.Errorf("second Wait: %+v, first %+v", r2, r)
 			}
 			if err := s.Signal(syscall.SIGTERM); !errors.Is(err, ErrStepEnded) {
@@ -372,8 +374,14 @@ func TestOutputNotWritable(t *testing.T) {
 		for _, c := range []struct{ stdout, stderr string }{{bad, bad}, {good, bad}, {bad, good}} {
 			_, err := e.Launch(StepSpec{ID: "10.batch", Argv: []string{"/bin/true"}, Env: env,
 				UID: nobody, GID: nobody, Stdout: c.stdout, Stderr: c.stderr})
-			if err == nil || err.Error() != "open "+bad+": permission denied" {
-				t.Errorf("stdout %s stderr %s: error %v, want %q", c.stdout, c.stderr, err, "open "+bad+": permission denied")
+			which := "stdout"
+			if c.stdout == good {
+				which = "stderr"
+			}
+			want := "Could not open " + which + " file " + bad + ": Permission denied"
+			var oe *OutputError
+			if err == nil || err.Error() != want || !errors.As(err, &oe) || !errors.Is(err, fs.ErrPermission) {
+				t.Errorf("stdout %s stderr %s: error %v, want %q", c.stdout, c.stderr, err, want)
 			}
 			for _, p := range []string{bad, good} {
 				if _, err := os.Lstat(p); err == nil {
@@ -389,7 +397,7 @@ func TestOutputNotWritable(t *testing.T) {
 		}
 		_, err := e.Launch(StepSpec{ID: "11.batch", Argv: []string{"/bin/true"}, Env: env,
 			UID: nobody, GID: nobody, Stdout: theirs})
-		if err == nil || !strings.Contains(err.Error(), "permission denied") {
+		if err == nil || !strings.Contains(err.Error(), "Permission denied") {
 			t.Errorf("root-owned output file: %v", err)
 		}
 		if got := readFile(t, theirs); got != "root's\n" {
@@ -555,8 +563,11 @@ func TestOOM(t *testing.T) {
 	out := filepath.Join(dir, "oom.out")
 	r := launch(t, e, StepSpec{ID: "20.batch", UID: nobody, GID: nobody, Stdout: out, Stderr: out, MemMB: 64,
 		Argv: []string{"/bin/sh", "-c", "head -c 300M /dev/zero | tail; echo after"}}).Wait()
-	if !r.OOM {
+	if !r.OOM || r.OOMKills != 1 {
 		t.Errorf("over the limit: %+v, output %q", r, readFile(t, out))
+	}
+	if got := readFile(t, out); !strings.HasSuffix(got, "after\n"+OOMNotice("20.batch", 1)) {
+		t.Errorf("output %q lacks slurmstepd's notice at its end", got)
 	}
 	r = launch(t, e, StepSpec{ID: "21.batch", UID: nobody, GID: nobody, Stdout: out, MemMB: 64,
 		Argv: []string{"/bin/sh", "-c", "head -c 16M /dev/zero | tail | wc -c"}}).Wait()
@@ -848,18 +859,25 @@ func TestLeftoversOfACrash(t *testing.T) {
 	}
 }
 
+// countMounts counts the mounts stacked on dir. A read of mountinfo while
+// other processes (other tests, other labs) mount and unmount may skip
+// entries, so the largest of a few reads counts.
 func countMounts(t testing.TB, dir string) int {
-	ms, err := mountsUnder(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, m := range ms {
-		if m.point == dir {
-			n++
+	best := 0
+	for range 5 {
+		ms, err := mountsUnder(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
+		n := 0
+		for _, m := range ms {
+			if m.point == dir {
+				n++
+			}
+		}
+		best = max(best, n)
 	}
-	return n
+	return best
 }
 
 // --- not root -----------------------------------------------------------
@@ -932,7 +950,9 @@ func TestNotRoot(t *testing.T) {
 
 func BenchmarkLaunchTrue(b *testing.B) {
 	run := func(b *testing.B, e *Executor) {
+		var times []time.Duration
 		for i := 0; b.Loop(); i++ {
+			t0 := time.Now()
 			s, err := e.Launch(StepSpec{ID: strconv.Itoa(i) + ".batch", Argv: []string{"/bin/true"}, Env: env})
 			if err != nil {
 				b.Fatal(err)
@@ -940,8 +960,20 @@ func BenchmarkLaunchTrue(b *testing.B) {
 			if r := s.Wait(); r.ExitCode != 0 || r.Err != nil {
 				b.Fatalf("%+v", r)
 			}
+			times = append(times, time.Since(t0))
 		}
+		reportMedian(b, times)
 	}
 	b.Run("container", func(b *testing.B) { run(b, newContainerExecutor(b, "benchnode")) })
 	b.Run("plain", func(b *testing.B) { run(b, newPlainExecutor(b, "benchnode")) })
+}
+
+// reportMedian adds the median time of a step to a benchmark's figures
+// (the target is a median).
+func reportMedian(b *testing.B, times []time.Duration) {
+	if len(times) == 0 {
+		return
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2])/1e6, "median-ms")
 }

@@ -22,6 +22,10 @@ import (
 // die after SIGKILL (processes in uninterruptible sleep can take a while).
 const orphanWait = time.Minute
 
+// outputGrace bounds how long a step's end waits for its tasks' output once
+// its process group is gone (a process that left the group may hold a pipe).
+const outputGrace = 2 * time.Second
+
 type plainStep struct {
 	mu    sync.Mutex
 	ended bool
@@ -66,55 +70,131 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 	if err != nil {
 		return err
 	}
-	cmd := &osexec.Cmd{
-		Path:        spec.Argv[0],
-		Args:        spec.Argv,
-		Env:         spec.Env,
-		Dir:         io.cwd,
-		Stdout:      io.stdout,
-		Stderr:      io.stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	var tio *taskIO
+	if len(spec.Tasks) > 0 {
+		if tio, err = newTaskIO(spec.Tasks); err != nil {
+			io.removeCreated(&spec, groups, e.switchUser)
+			return fmt.Errorf("step %s: %w", spec.ID, err)
+		}
 	}
-	if cmd.Env == nil {
-		cmd.Env = []string{} // never the daemon's own environment
+	command := func(argv, env []string, stdout, stderr *os.File, pgid int) *osexec.Cmd {
+		cmd := &osexec.Cmd{
+			Path:        argv[0],
+			Args:        argv,
+			Env:         env,
+			Dir:         io.cwd,
+			Stdout:      stdout,
+			Stderr:      stderr,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: pgid},
+		}
+		if cmd.Env == nil {
+			cmd.Env = []string{} // never the daemon's own environment
+		}
+		if e.switchUser {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: groups}
+		}
+		return cmd
 	}
-	if e.switchUser {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: groups}
-	}
-	if err := cmd.Start(); err != nil {
-		io.removeCreated(&spec, groups, e.switchUser)
-		return fmt.Errorf("step %s: %w", spec.ID, err)
+	// Every process of the step is in the first one's process group.
+	var cmds []*osexec.Cmd
+	pgid := 0
+	n := max(len(spec.Tasks), 1)
+	for i := range n {
+		var cmd *osexec.Cmd
+		if tio == nil {
+			cmd = command(spec.Argv, spec.Env, io.stdout, io.stderr, pgid)
+		} else {
+			cmd = command(spec.Tasks[i].Argv, spec.Tasks[i].Env, tio.stdout[i], tio.stderr[i], pgid)
+		}
+		if err := cmd.Start(); err != nil {
+			if pgid != 0 {
+				_ = unix.Kill(-pgid, unix.SIGKILL)
+				for _, c := range cmds {
+					_ = c.Wait()
+				}
+				_ = reapGroup(pgid)
+			}
+			if tio != nil {
+				tio.closeWriters()
+				for k := range cmds {
+					tio.wait(k)
+				}
+			}
+			io.removeCreated(&spec, groups, e.switchUser)
+			return fmt.Errorf("step %s: %w", spec.ID, err)
+		}
+		if i == 0 {
+			pgid = cmd.Process.Pid
+		}
+		cmds = append(cmds, cmd)
 	}
 	io.close()
+	if tio != nil {
+		tio.closeWriters()
+	}
 	s.start = time.Now()
-	s.pid = cmd.Process.Pid
-	k := &plainStep{pgid: cmd.Process.Pid}
+	s.pid = pgid
+	k := &plainStep{pgid: pgid}
 	s.sig = k
 	key := sanitizeID(spec.ID)
 
 	go func() {
-		// Wait for the exit without reaping: while the leader is a zombie
-		// its pid (the group's id) cannot be reused, so signalling the group
-		// cannot hit anybody else.
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, s.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err != unix.EINTR {
-				break
-			}
+		results := make([]TaskResult, len(cmds))
+		var exited, ended sync.WaitGroup
+		for i, cmd := range cmds {
+			exited.Add(1)
+			ended.Add(1)
+			go func() {
+				defer ended.Done()
+				// Wait for the exit without reaping: while a process is a
+				// zombie its pid cannot be reused, so the group's id (the
+				// first process's pid) stays the step's and signalling the
+				// group cannot hit anybody else.
+				var info unix.Siginfo
+				for {
+					err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+					if err != unix.EINTR {
+						break
+					}
+				}
+				results[i] = siginfoExit(&info)
+				exited.Done()
+				if tio != nil {
+					tio.wait(i)
+					if spec.OnTaskEnd != nil {
+						spec.OnTaskEnd(i, results[i])
+					}
+				}
+			}()
 		}
+		exited.Wait()
+		end := time.Now()
 		k.end()
 		_ = unix.Kill(-k.pgid, unix.SIGKILL)
-		werr := cmd.Wait()
-		ps := cmd.ProcessState
-		res := exitResult(ps)
-		res.Start, res.End = s.start, time.Now()
-		if ps == nil && werr != nil {
-			res.Err = fmt.Errorf("wait for step %s: %w", spec.ID, werr)
+		var res Result
+		for i, cmd := range cmds {
+			werr := cmd.Wait()
+			if i == 0 && tio == nil {
+				r := exitResult(cmd.ProcessState)
+				results[0] = TaskResult{ExitCode: r.ExitCode, Signal: r.Signal}
+			}
+			if cmd.ProcessState == nil && werr != nil && res.Err == nil {
+				res.Err = fmt.Errorf("wait for step %s: %w", spec.ID, werr)
+			}
 		}
 		if err := reapGroup(k.pgid); err != nil && res.Err == nil {
 			res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
 		}
+		if tio != nil {
+			tio.drain(outputGrace)
+		}
+		ended.Wait()
+		if tio == nil {
+			res.ExitCode, res.Signal = results[0].ExitCode, results[0].Signal
+		} else {
+			taskResults(&res, results)
+		}
+		res.Start, res.End = s.start, end
 		e.forget(key, s)
 		s.finish(res)
 	}()

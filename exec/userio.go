@@ -106,17 +106,25 @@ func prepareIO(spec *StepSpec, groups []uint32, switchUser bool) (*stepIO, error
 }
 
 func (io *stepIO) open(spec *StepSpec) error {
-	if err := unix.Faccessat2(unix.AT_FDCWD, spec.Argv[0], unix.X_OK, unix.AT_EACCESS); err != nil && err != unix.ENOSYS {
-		return fmt.Errorf("execve(): %s: %s", spec.Argv[0], errnoText(err))
+	progs := []string{spec.Argv[0]}
+	for _, t := range spec.Tasks {
+		if t.Argv[0] != progs[len(progs)-1] {
+			progs = append(progs, t.Argv[0])
+		}
+	}
+	for _, p := range progs {
+		if err := unix.Faccessat2(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS); err != nil && err != unix.ENOSYS {
+			return fmt.Errorf("execve(): %s: %s", p, errnoText(err))
+		}
 	}
 	var err error
 	if io.stdout, err = io.openOutput(spec.Stdout, spec.Truncate); err != nil {
-		return err
+		return &OutputError{Stream: "stdout", Path: spec.Stdout, Err: err}
 	}
 	if spec.Stderr != "" && filepath.Clean(spec.Stderr) == filepath.Clean(spec.Stdout) {
 		io.stderr = io.stdout
 	} else if io.stderr, err = io.openOutput(spec.Stderr, spec.Truncate); err != nil {
-		return err
+		return &OutputError{Stream: "stderr", Path: spec.Stderr, Err: err}
 	}
 	io.cwd = spec.WorkDir
 	if io.cwd == "" {

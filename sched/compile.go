@@ -143,13 +143,21 @@ type pass struct {
 	idx index
 
 	jobs  []jobInfo
-	queue []int32
-	res   Result
+	queue []qent
+	// queueDirty: entries were marked gone or added (added), to be
+	// folded in before the next walk.
+	queueDirty bool
+	added      []qent
+	queueBuf   []qent
+	res        Result
 
 	passNo        int64
 	reservations  int
 	hadPreemption bool
 	rp            *replay
+	// hook, when set (by tests), is called before each queued job is
+	// decided.
+	hook func(p *pass, ji int32)
 
 	// Undo log of a walk: node states before their first change, charges
 	// made, jobs preempted.
@@ -165,7 +173,7 @@ type pass struct {
 	// resources only shrinking as the pass goes on, a job of the same
 	// shape that would run as long or longer cannot start either.
 	shapes map[shapeKey]int32
-	failed map[[2]int32]int64
+	failed []int64 // by shape*len(parts)+partition; 0: no entry
 }
 
 func secs(t time.Time) int64 {

@@ -114,3 +114,36 @@ func TestAssocLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestSubmitLimit(t *testing.T) {
+	s := lab(1)
+	s.QOS = []QOS{{Name: "normal"}, {Name: "small", Limits: Limits{MaxSubmitJobsPerUser: 2, GrpSubmitJobs: 3}}}
+	s.Assocs = []Assoc{
+		{Account: "phys", Limits: Limits{GrpSubmitJobs: 4}}, {Account: "theory", Parent: "phys", Limits: Limits{MaxSubmitJobsPerUser: 2}},
+		{Account: "theory", User: "u"}, {Account: "theory", User: "w"}, {Account: "theory", User: "x"},
+	}
+	s.Running = []RunningJob{{ID: 1, User: "u", Account: "theory", QOS: "small"}}
+	s.Pending = []Job{{ID: 2, User: "u", Account: "theory", QOS: "small"}, {ID: 3, User: "w", Account: "theory"}}
+	cases := []struct {
+		job  Job
+		want string
+	}{
+		{Job{ID: 10, User: "u", Account: "theory", QOS: "small"}, ReasonQOSMaxSubmitJobPerUserLimit},
+		{Job{ID: 10, User: "w", Account: "theory", QOS: "small"}, ""},
+		{Job{ID: 10, User: "u", Account: "theory"}, ReasonAssocMaxSubmitJobLimit},
+		{Job{ID: 10, User: "w", Account: "theory"}, ""},
+		{Job{ID: 2, User: "u", Account: "theory", QOS: "small"}, ""}, // resubmitting itself
+	}
+	for i, c := range cases {
+		if got := SubmitLimit(&s, &c.job); got != c.want {
+			t.Errorf("case %d: %q, want %q", i, got, c.want)
+		}
+	}
+	s.Pending = append(s.Pending, Job{ID: 4, User: "w", Account: "theory", QOS: "small"})
+	if got := SubmitLimit(&s, &Job{ID: 10, User: "x", Account: "theory", QOS: "small"}); got != ReasonQOSGrpSubmitJobsLimit {
+		t.Errorf("grp qos: %q", got)
+	}
+	if got := SubmitLimit(&s, &Job{ID: 10, User: "x", Account: "theory"}); got != ReasonAssocGrpSubmitJobsLimit {
+		t.Errorf("grp assoc: %q", got)
+	}
+}

@@ -101,8 +101,10 @@ func (st *nstate) reserveOn(d *vec, t, end int64) {
 	st.dl = min(st.dl, t)
 }
 
+// equal compares two states of a node (cons follows from the rest and the
+// time, so it is left out).
 func (st *nstate) equal(o *nstate) bool {
-	return st.free == o.free && st.dev == o.dev && st.dl == o.dl && st.cons == o.cons && slices.Equal(st.ev, o.ev)
+	return st.free == o.free && st.dev == o.dev && st.dl == o.dl && slices.Equal(st.ev, o.ev)
 }
 
 // piece is one node's share of a placement.
@@ -347,10 +349,11 @@ func (p *pass) horizon() int64 {
 	return p.now + p.bfWindow
 }
 
-// spans calls emit for every stretch of time, starting by horizon, in
+// spans appends to out the stretches of time, starting by horizon, in
 // which the node could start a job of dur seconds that fits when fits says
-// so: starts in [s, f]. emit returns true to stop.
-func (st *nstate) spans(now, horizon, dur int64, fits func(*vec) bool, emit func(s, f int64) bool) {
+// so (starts in [s, f]), each tagged with n and want; with first it stops
+// after one.
+func (st *nstate) spans(out []span, n int32, want bool, now, horizon, dur int64, fits func(*vec) bool, first bool) []span {
 	a := st.free
 	ev := st.ev
 	i := 0
@@ -360,41 +363,63 @@ func (st *nstate) spans(now, horizon, dur int64, fits func(*vec) bool, emit func
 	}
 	good := fits(&a)
 	start := now
-	out := func(end int64) bool {
-		if start > horizon {
-			return true
+	for {
+		end := int64(forever)
+		if i < len(ev) {
+			end = ev[i].t
 		}
-		f := int64(forever)
-		if end < forever {
-			if dur >= forever || end-dur < start {
-				return false
+		if good {
+			// Find where the good stretch ends.
+			for i < len(ev) {
+				t := ev[i].t
+				for i < len(ev) && ev[i].t == t {
+					a.add(&ev[i].d)
+					i++
+				}
+				if !fits(&a) {
+					end = t
+					good = false
+					break
+				}
 			}
-			f = end - dur
-		}
-		return emit(start, f)
-	}
-	for i < len(ev) {
-		t := ev[i].t
-		for i < len(ev) && ev[i].t == t {
-			a.add(&ev[i].d)
-			i++
-		}
-		g := fits(&a)
-		switch {
-		case good && !g:
-			if out(t) {
-				return
+			if good {
+				end = forever
 			}
-		case !good && g:
-			start = t
+			if start > horizon {
+				return out
+			}
+			if end >= forever {
+				return append(out, span{n: n, s: start, f: forever, want: want})
+			}
+			if dur < forever && end-dur >= start {
+				out = append(out, span{n: n, s: start, f: end - dur, want: want})
+				if first {
+					return out
+				}
+			}
+			continue
 		}
-		good = g
-		if !good && t > horizon {
-			return
+		// Find where the next good stretch starts.
+		if i >= len(ev) || end > horizon {
+			return out
 		}
-	}
-	if good {
-		out(forever)
+		for i < len(ev) {
+			t := ev[i].t
+			for i < len(ev) && ev[i].t == t {
+				a.add(&ev[i].d)
+				i++
+			}
+			if fits(&a) {
+				good, start = true, t
+				break
+			}
+			if t > horizon {
+				return out
+			}
+		}
+		if !good {
+			return out
+		}
 	}
 }
 
@@ -467,7 +492,12 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 	st.k = k
 	st.exact = len(r.want) == 0 && (k == 1 || len(p.topo.sw) == 0)
 	horizon := p.horizon()
-	var spans []span
+	if k == 1 && len(r.want) == 0 {
+		return p.planOne(j, pi, dur, q, excl, st)
+	}
+	spans := make([]span, 0, len(part.nodes))
+	var cur *nodeInfo
+	fits := func(a *vec) bool { return r.capOn(cur, a, excl) >= q }
 	wantLeft := int32(len(r.want))
 	for _, n := range part.nodes {
 		if !p.eligibleNode(r, pi, n) {
@@ -477,12 +507,9 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 		if r.capOn(node, &node.total, excl) < q {
 			continue
 		}
+		cur = node
 		want := len(r.want) > 0 && slices.Contains(r.want, n)
-		p.ns[n].spans(p.now, horizon, dur, func(a *vec) bool { return r.capOn(node, a, excl) >= q },
-			func(s, f int64) bool {
-				spans = append(spans, span{n: n, s: s, f: f, want: want})
-				return false
-			})
+		spans = p.ns[n].spans(spans, n, want, p.now, horizon, dur, fits, false)
 	}
 	// Sweep the spans in time order: the first moment enough nodes (and
 	// all -w nodes) are free together.
@@ -498,10 +525,10 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 	others := k - wantLeft
 	tries := 0
 	var peakPrev, peakCur int32
-	cur := int64(-1)
+	curT := int64(-1)
 	for _, key := range keys {
-		if at := key >> 22; at != cur {
-			peakPrev, peakCur, cur = max(peakPrev, peakCur), count, at
+		if at := key >> 22; at != curT {
+			peakPrev, peakCur, curT = max(peakPrev, peakCur), count, at
 		}
 		sp := &spans[key&(1<<21-1)]
 		if key&(1<<21) != 0 {
@@ -535,6 +562,50 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 	}
 	st.mBefore = max(peakPrev, peakCur)
 	return 0, nil, st
+}
+
+// planOne is plan for a job on one node: the earliest start of any node,
+// the first node in order at that time. No sweep is needed: the nodes free
+// for it at that time are the ones whose first stretch starts then.
+func (p *pass) planOne(j *jobInfo, pi int32, dur int64, q int32, excl bool, st planStat) (int64, []piece, planStat) {
+	r := &j.req
+	horizon := p.horizon()
+	best, bestN := int64(forever), int32(-1)
+	var buf [1]span
+	var node *nodeInfo
+	fits := func(a *vec) bool { return r.capOn(node, a, excl) >= q }
+	for _, n := range p.parts[pi].nodes {
+		if !p.eligibleNode(r, pi, n) {
+			continue
+		}
+		node = &p.nodes[n]
+		if r.capOn(node, &node.total, excl) < q {
+			continue
+		}
+		s := int64(forever)
+		if sp := p.ns[n].spans(buf[:0], n, false, p.now, min(best, horizon), dur, fits, true); len(sp) > 0 {
+			s = sp[0].s
+		}
+		switch {
+		case s < best:
+			best, bestN, st.cAt = s, n, 1
+		case s == best && s < forever:
+			st.cAt++
+		}
+	}
+	if bestN < 0 {
+		st.cAt = 0
+		return 0, nil, st
+	}
+	end := p.endAt(best, dur)
+	a := p.ns[bestN].availOver(p.now, best, end)
+	d, ok := r.demand(&p.nodes[bestN], &a, r.tasks, excl)
+	if !ok {
+		st.cAt = 0
+		return 0, nil, st
+	}
+	st.found, st.t, st.last = true, best, bestN
+	return best, []piece{{n: bestN, tasks: r.tasks, d: d}}, st
 }
 
 // planAt picks nodes among the spans open at t and works out the pieces;

@@ -31,7 +31,10 @@ type Planner struct {
 	ghosts []ghost          // jobs of the last pass's queue that left
 	dirty  dirtyKeys
 
+	spare *replay // buffers for the next replay
+
 	stats plannerStats
+	hook  func(p *pass, ji int32) // for tests: see pass.hook
 }
 
 // plannerStats count what the planner did, for tests and benchmarks.
@@ -86,25 +89,37 @@ func setAt(s []bool, i int32) []bool {
 
 func at(s []bool, i int32) bool { return i >= 0 && int(i) < len(s) && s[i] }
 
+// mark notes that a job's counters changed, where a limit reads them.
 func (d *dirtyKeys) mark(p *pass, qos, user, assoc int32) {
-	d.any = true
 	if qos >= 0 {
-		d.qos = setAt(d.qos, qos)
+		l := &p.qos[qos].spec.Limits
+		if l.GrpJobs > 0 || l.GrpTRES != (TRES{}) {
+			d.any = true
+			d.qos = setAt(d.qos, qos)
+		}
+		if l.MaxJobsPerUser > 0 || l.MaxTRESPerUser != (TRES{}) {
+			d.any = true
+			d.user = setAt(d.user, user)
+		}
 	}
-	d.user = setAt(d.user, user)
+	if assoc >= 0 && p.tree.nodes[assoc].maxJobs {
+		d.any = true
+		d.assoc = setAt(d.assoc, assoc)
+	}
 	for a := assoc; a >= 0; a = p.tree.nodes[a].parent {
-		d.assoc = setAt(d.assoc, a)
+		if p.tree.nodes[a].grpLimited {
+			d.any = true
+			d.assoc = setAt(d.assoc, a)
+		}
 	}
 }
 
 func (d *dirtyKeys) hits(p *pass, j *jobInfo) bool {
-	if !d.any {
-		return false
-	}
-	if at(d.qos, j.qos) || at(d.user, j.user) {
-		return true
-	}
-	for a := j.assoc; a >= 0; a = p.tree.nodes[a].parent {
+	return d.any && (at(d.qos, j.qos) || at(d.user, j.user) || d.chain(p, j.assoc))
+}
+
+func (d *dirtyKeys) chain(p *pass, assoc int32) bool {
+	for a := assoc; a >= 0; a = p.tree.nodes[a].parent {
 		if at(d.assoc, a) {
 			return true
 		}
@@ -159,6 +174,7 @@ func (pl *Planner) Plan() Result {
 
 func (pl *Planner) fullPass() {
 	p := newPass(&pl.s)
+	p.hook = pl.hook
 	p.compileJobs()
 	p.priorities()
 	p.prepare()
@@ -308,17 +324,28 @@ func (pl *Planner) removePending(id uint64) {
 		p := pl.p
 		j := &p.jobs[ji]
 		if qi := p.queuePos(ji); qi >= 0 {
-			if d := &j.dec; d.pass == p.passNo {
+			if d := &j.dec; d.kind != decNone {
 				pl.ghosts = append(pl.ghosts, ghost{tier: j.tier, qprio: j.qprio, id: j.spec.ID, dec: *d})
 				if d.kind == decStart {
 					pl.dirty.mark(p, j.qos, j.user, j.assoc)
 				}
 			}
-			p.queue = slices.Delete(p.queue, qi, qi+1)
+			p.queue[qi].ji = -1
+			p.queueDirty = true
+		}
+		for k := range p.added {
+			if p.added[k].ji == ji {
+				p.added[k].ji = -1
+			}
 		}
 		if ji != last {
 			if qi := p.queuePos(last); qi >= 0 {
-				p.queue[qi] = ji
+				p.queue[qi].ji = ji
+			}
+			for k := range p.added {
+				if p.added[k].ji == last {
+					p.added[k].ji = ji
+				}
 			}
 			p.jobs[ji] = p.jobs[last]
 			p.jobs[ji].in = ji
@@ -353,28 +380,58 @@ func (pl *Planner) addPending() {
 	}
 }
 
-// queuePos finds job ji in the queue (-1: not there).
+// queuePos finds job ji's entry in the queue (-1: not there).
 func (p *pass) queuePos(ji int32) int {
 	j := &p.jobs[ji]
 	if j.choices == nil {
 		return -1
 	}
-	i := sort.Search(len(p.queue), func(k int) bool { return !queueLess(&p.jobs[p.queue[k]], j) })
-	for ; i < len(p.queue); i++ {
-		if p.queue[i] == ji {
-			return i
-		}
-		if queueLess(j, &p.jobs[p.queue[i]]) {
-			break
-		}
+	key := qent{tier: int32(j.tier), qprio: j.qprio, id: j.spec.ID}
+	i := sort.Search(len(p.queue), func(k int) bool { return !qentLess(&p.queue[k], &key) })
+	if i < len(p.queue) && p.queue[i].id == key.id && p.queue[i].ji >= 0 {
+		return i
 	}
 	return -1
 }
 
+// enqueue adds job ji to the queue before the next walk.
 func (p *pass) enqueue(ji int32) {
-	j := &p.jobs[ji]
-	i := sort.Search(len(p.queue), func(k int) bool { return queueLess(j, &p.jobs[p.queue[k]]) })
-	p.queue = slices.Insert(p.queue, i, ji)
+	p.added = append(p.added, p.entry(ji))
+	p.queueDirty = true
+}
+
+// foldQueue drops the entries of departed jobs and merges the added ones.
+func (p *pass) foldQueue() {
+	if !p.queueDirty {
+		return
+	}
+	p.queueDirty = false
+	add := p.added[:0]
+	for _, e := range p.added {
+		if e.ji >= 0 {
+			e.id = p.jobs[e.ji].spec.ID
+			add = append(add, e)
+		}
+	}
+	sort.Slice(add, func(a, b int) bool { return qentLess(&add[a], &add[b]) })
+	out := p.queueBuf[:0]
+	if cap(out) < len(p.queue)+len(add) {
+		out = make([]qent, 0, len(p.queue)+len(add)+1024)
+	}
+	i := 0
+	for _, e := range p.queue {
+		if e.ji < 0 {
+			continue
+		}
+		for i < len(add) && qentLess(&add[i], &e) {
+			out = append(out, add[i])
+			i++
+		}
+		out = append(out, e)
+	}
+	out = append(out, add[i:]...)
+	p.queue, p.queueBuf = out, p.queue
+	p.added = p.added[:0]
 }
 
 // incremental runs a pass reusing the last one; false when it cannot.
@@ -445,10 +502,12 @@ func (pl *Planner) incremental() bool {
 			}
 		}
 	}
-	rp := newReplay(p, pl)
+	p.foldQueue()
+	rp := newReplay(p, pl, pl.spare)
 	p.rp = rp
 	p.walk()
 	p.rp = nil
+	pl.spare = rp.release()
 	pl.pre = map[int32]nstate{}
 	pl.ghosts = nil
 	pl.dirty.reset()

@@ -125,3 +125,56 @@ func TestPlannerOneJobEnds(t *testing.T) {
 		t.Fatalf("the planner did not replay: %+v", pl.stats)
 	}
 }
+
+// TestPlannerDeltaTracking checks the replay's bookkeeping itself: at every
+// job of a replayed walk, each node outside delta is exactly as the last
+// walk had it at that job, and each node in delta has the last walk's
+// state as its old state.
+func TestPlannerDeltaTracking(t *testing.T) {
+	for seed := uint64(1); seed <= 12; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		spec := smallSpec(rng)
+		s := generate(spec, seed)
+		more := generate(spec, seed+1000).Pending
+		s.Config.PriorityCalcPeriod = 5 * time.Minute
+		pl := NewPlanner(s)
+		prev, cur := map[uint64][]nstate{}, map[uint64][]nstate{}
+		checked := 0
+		pl.hook = func(p *pass, ji int32) {
+			id := p.jobs[ji].spec.ID
+			st := make([]nstate, len(p.ns))
+			for i := range p.ns {
+				st[i] = p.ns[i].clone()
+			}
+			cur[id] = st
+			old, ok := prev[id]
+			if p.rp == nil || !ok {
+				return
+			}
+			checked++
+			for n := range p.ns {
+				if p.rp.inDelta[n] {
+					if !p.rp.old[n].equal(&old[n]) {
+						t.Fatalf("seed %d job %d: node %d in delta has the wrong old state\n have %+v\n want %+v", seed, id, n, p.rp.old[n], old[n])
+					}
+				} else if !p.ns[n].equal(&old[n]) {
+					t.Fatalf("seed %d job %d: node %d outside delta changed\n new %+v\n old %+v", seed, id, n, p.ns[n], old[n])
+				}
+			}
+		}
+		nextID := uint64(5_000_000)
+		for step := 0; step < 12; step++ {
+			got := pl.Plan()
+			prev, cur = cur, map[uint64][]nstate{}
+			if pl.p.rp == nil && step > 0 && pl.stats.incremental == 0 {
+				t.Fatalf("seed %d: no incremental pass", seed)
+			}
+			var d Delta
+			d, more = plannerStep(rng, pl, got, more, &nextID)
+			pl.Apply(d)
+		}
+		if checked == 0 {
+			t.Fatalf("seed %d: nothing checked", seed)
+		}
+	}
+}

@@ -21,9 +21,12 @@ type assocNode struct {
 	limits        *Limits
 	usage         float64
 	base          float64 // Assoc.Usage
-	levelFS       float64
-	fs            float64 // users: the final fair-share factor
-	used          counter
+	// grpLimited: the association sets GrpJobs or GrpTRES; maxJobs: it or
+	// an account above it sets MaxJobs (counted on the user's association).
+	grpLimited, maxJobs bool
+	levelFS             float64
+	fs                  float64 // users: the final fair-share factor
+	used                counter
 }
 
 // lookup finds a job's association: the user's under the account, else
@@ -121,11 +124,27 @@ func (p *pass) compileAssocs() {
 		t.byUser[key] = i
 		t.users++
 	}
+	// Which counters matter to limits (a Planner re-checks jobs only
+	// where one of them changed).
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if n.limits != nil {
+			n.grpLimited = n.limits.GrpJobs > 0 || n.limits.GrpTRES != (TRES{})
+		}
+	}
 	// Accounts created only as parents hang under root.
 	for i := 1; i < len(t.nodes); i++ {
 		if t.nodes[i].user == "" && t.nodes[i].parent < 0 {
 			t.nodes[i].parent = 0
 			t.nodes[0].children = append(t.nodes[0].children, int32(i))
+		}
+	}
+	for i := range t.nodes {
+		for a := int32(i); a >= 0; a = t.nodes[a].parent {
+			if l := t.nodes[a].limits; l != nil && l.MaxJobsPerUser > 0 {
+				t.nodes[i].maxJobs = true
+				break
+			}
 		}
 	}
 }

@@ -47,6 +47,10 @@ type replay struct {
 	gi          int
 	recomputing bool
 	allDirty    bool
+	// most is the most any delta node has free now (cpu, memory, GRES by
+	// name) and whether one is idle: a quick "no" for hostsNow.
+	most      probe
+	mostStale bool
 }
 
 // hostMemo: as of grow, no node of delta[:upto] could take a task of the
@@ -57,9 +61,16 @@ type hostMemo struct {
 	end  int64
 }
 
-func newReplay(p *pass, pl *Planner) *replay {
-	r := &replay{p: p, pl: pl, inDelta: make([]bool, len(p.nodes)), listed: make([]bool, len(p.nodes)),
-		old: make([]nstate, len(p.nodes)), memo: map[[2]int32]hostMemo{}}
+// newReplay starts a replay; spare, when given, lends its buffers.
+func newReplay(p *pass, pl *Planner, spare *replay) *replay {
+	r := &replay{p: p, pl: pl}
+	if spare != nil && len(spare.inDelta) == len(p.nodes) {
+		r.inDelta, r.listed, r.old, r.delta, r.memo = spare.inDelta, spare.listed, spare.old, spare.delta[:0], spare.memo
+		clear(r.memo)
+	} else {
+		r.inDelta, r.listed, r.old = make([]bool, len(p.nodes)), make([]bool, len(p.nodes)), make([]nstate, len(p.nodes))
+		r.memo = map[[2]int32]hostMemo{}
+	}
 	ids := make([]int32, 0, len(pl.pre))
 	for n := range pl.pre {
 		ids = append(ids, n)
@@ -80,6 +91,14 @@ func newReplay(p *pass, pl *Planner) *replay {
 	return r
 }
 
+// release clears what the replay marked and hands its buffers back.
+func (r *replay) release() *replay {
+	for _, n := range r.delta {
+		r.inDelta[n], r.listed[n], r.old[n] = false, false, nstate{}
+	}
+	return &replay{inDelta: r.inDelta, listed: r.listed, old: r.old, delta: r.delta[:0], memo: r.memo}
+}
+
 func ghostLess(g *ghost, tier int, qprio uint32, id uint64) bool {
 	if g.tier != tier {
 		return g.tier > tier
@@ -91,6 +110,7 @@ func ghostLess(g *ghost, tier int, qprio uint32, id uint64) bool {
 }
 
 func (r *replay) add(n int32) {
+	r.mostStale = true
 	r.inDelta[n] = true
 	if !r.listed[n] {
 		r.listed[n] = true
@@ -121,6 +141,7 @@ func (r *replay) touch(n int32, grows bool) {
 		return
 	}
 	r.ensure(n)
+	r.mostStale = true
 	if grows {
 		r.grow++
 	}
@@ -149,12 +170,12 @@ func (r *replay) applyOld(d *decision) {
 	}
 }
 
-// ghostsBefore applies the decisions of departed jobs queued before j (all
-// that are left when j is nil).
-func (r *replay) ghostsBefore(j *jobInfo) {
+// ghostsBefore applies the decisions of departed jobs queued before e (all
+// that are left when e is nil).
+func (r *replay) ghostsBefore(e *qent) {
 	for r.gi < len(r.ghosts) {
 		g := &r.ghosts[r.gi]
-		if j != nil && !ghostLess(g, j.tier, j.qprio, j.spec.ID) {
+		if e != nil && !ghostLess(g, int(e.tier), e.qprio, e.id) {
 			return
 		}
 		r.gi++
@@ -184,13 +205,59 @@ func (r *replay) recomputed(ji int32, old *decision) {
 	}
 }
 
+// fast keeps the last decision of the commonest kind of queued job without
+// reading more than its queue entry: one partition, waiting with no
+// reservation searched (past the cap) or held by limits, no limit counter
+// of its changed, and the pass's failure cache already saying it cannot
+// start. It reports whether it did.
+func (r *replay) fast(e *qent) bool {
+	p := r.p
+	if e.special || (e.kind != decWait && e.kind != decLimit) {
+		return false
+	}
+	if d := &r.pl.dirty; r.allDirty || (d.any && (at(d.qos, e.qos) || at(d.user, e.user) || d.chain(p, e.assoc))) {
+		return false
+	}
+	if e.kind == decLimit {
+		r.pl.stats.kept++
+		return true
+	}
+	if e.attempt || p.bfMax < 0 || p.reservations < p.bfMax {
+		return false
+	}
+	waits := false
+	for k := uint8(0); k < e.nparts; k++ {
+		if e.open&(1<<k) == 0 {
+			continue
+		}
+		if fe := p.failedEnd(e.shape, e.parts[k]); fe == 0 || fe > p.endOf(e.lengths[k]) {
+			return false
+		}
+		waits = waits || p.parts[e.parts[k]].waiter
+	}
+	if !waits {
+		return false
+	}
+	for k := uint8(0); k < e.nparts; k++ {
+		if e.open&(1<<k) != 0 {
+			p.parts[e.parts[k]].waiter = true
+		}
+	}
+	if e.reason != reasonPriority {
+		p.res.Jobs[e.ji].Reason = ReasonPriority
+		e.reason = reasonPriority
+	}
+	r.pl.stats.kept++
+	return true
+}
+
 // replay keeps job ji's last decision if it still holds, and reports
 // whether it did.
 func (r *replay) replay(ji int32) bool {
 	p := r.p
 	j := &p.jobs[ji]
 	o := &j.dec
-	if o.pass != p.passNo-1 || (o.kind != decLimit && o.kind != decWait) {
+	if o.kind != decLimit && o.kind != decWait {
 		return false
 	}
 	if j.req.leaves > 0 || p.canPreempt(j) {
@@ -237,6 +304,15 @@ func (r *replay) replay(ji int32) bool {
 	}
 	if o.resvPcs != nil {
 		p.reserve(o.resvPcs, o.resvT, o.resvEnd)
+		// The old walk made the same reservation: delta nodes among
+		// the picked ones get it in their old state too.
+		for i := range o.resvPcs {
+			if n := o.resvPcs[i].n; r.inDelta[n] {
+				r.old[n].reserveOn(&o.resvPcs[i].d, o.resvT, o.resvEnd)
+				r.old[n].refresh(p.now)
+				r.settle(n)
+			}
+		}
 	}
 	p.markWaiting(j, open)
 	return true
@@ -244,42 +320,28 @@ func (r *replay) replay(ji int32) bool {
 
 func (r *replay) keep(o *decision) {
 	r.pl.stats.kept++
-	o.pass = r.p.passNo
 }
 
 // stillWaits reports whether job j still cannot start now in any of its
-// open partitions.
+// open partitions: the pass's failure cache says so, or no delta node could
+// take a task of it (so its last "cannot start" holds), or trying again
+// fails. Each answer is a fact about this walk, so it goes in the cache.
 func (r *replay) stillWaits(j *jobInfo, open uint64) bool {
 	p := r.p
-	maybe := false
-	for k, c := range j.choices {
-		if open&(1<<min(k, 63)) != 0 && r.hostsNow(j, c.part) {
-			maybe = true
-			break
-		}
-	}
-	if !maybe {
-		return true
-	}
 	for k, c := range j.choices {
 		if open&(1<<min(k, 63)) == 0 {
 			continue
 		}
-		end := p.endOf(p.timeLimit(j, c.part))
-		key := [2]int32{j.shape, c.part}
-		if j.shape >= 0 {
-			if e, ok := p.failed[key]; ok && e <= end {
-				continue
+		end := p.endOf(c.length)
+		if p.failedFor(j, c.part, end) {
+			continue
+		}
+		if r.hostsNow(j, c.part) {
+			if pieces, _ := p.placeNow(j, c.part, end); pieces != nil {
+				return false
 			}
 		}
-		if pieces, _ := p.placeNow(j, c.part, end); pieces != nil {
-			return false
-		}
-		if j.shape >= 0 {
-			if e, ok := p.failed[key]; !ok || end < e {
-				p.failed[key] = end
-			}
-		}
+		p.setFailed(j.shape, c.part, end)
 	}
 	return true
 }
@@ -297,6 +359,37 @@ func (r *replay) hostsNow(j *jobInfo, pi int32) bool {
 		}
 		a := p.ns[n].availOver(p.now, p.now, end)
 		return req.capOn(&p.nodes[n], &a, excl) > 0
+	}
+	if r.mostStale {
+		r.most = probe{}
+		for _, n := range r.delta {
+			if !r.inDelta[n] {
+				continue
+			}
+			f, node := &p.ns[n].free, &p.nodes[n]
+			r.most.cpu = max(r.most.cpu, f.cpu)
+			r.most.mem = max(r.most.mem, f.mem)
+			r.most.excl = r.most.excl || (node.state == NodeUp && f.cpu == node.total.cpu)
+			var g [idxGres]int32
+			for k := 0; k < node.npool; k++ {
+				if id := node.pools[k].name; id < idxGres {
+					g[id] += f.g[k]
+				}
+			}
+			for k := range g {
+				r.most.g[k] = max(r.most.g[k], g[k])
+			}
+		}
+		r.mostStale = false
+	}
+	if q := p.probeFor(req, pi, excl, end); r.most.cpu < q.cpu || r.most.mem < q.mem || (excl && !r.most.excl) {
+		return false
+	} else {
+		for k := range q.g {
+			if r.most.g[k] < q.g[k] {
+				return false
+			}
+		}
 	}
 	key := [2]int32{j.shape, pi}
 	if j.shape >= 0 {
@@ -332,14 +425,21 @@ func (r *replay) plansHold(j *jobInfo, o *decision) bool {
 	p := r.p
 	req := &j.req
 	horizon := p.horizon()
+	var picked []int32 // reserved nodes in delta: they must still do
 	if o.resvPcs != nil {
 		if o.resvT < p.now {
 			return false
 		}
 		for i := range o.resvPcs {
-			if r.inDelta[o.resvPcs[i].n] {
+			pc := &o.resvPcs[i]
+			if !r.inDelta[pc.n] {
+				continue
+			}
+			a := p.ns[pc.n].availOver(p.now, o.resvT, o.resvEnd)
+			if d, ok := req.demand(&p.nodes[pc.n], &a, pc.tasks, req.excl || p.parts[o.resvPart].excl); !ok || d != pc.d {
 				return false
 			}
+			picked = append(picked, pc.n)
 		}
 	}
 	var sNew, sOld []span
@@ -396,6 +496,9 @@ func (r *replay) plansHold(j *jobInfo, o *decision) bool {
 			}
 		}
 		if !st.exact {
+			if chosen && len(picked) > 0 {
+				return false
+			}
 			continue
 		}
 		if st.mBefore+gain >= st.k {
@@ -409,11 +512,7 @@ func (r *replay) plansHold(j *jobInfo, o *decision) bool {
 }
 
 func collectSpans(st *nstate, out []span, now, horizon, length int64, fits func(*vec) bool) []span {
-	st.spans(now, horizon, length, fits, func(s, f int64) bool {
-		out = append(out, span{s: s, f: f})
-		return false
-	})
-	return out
+	return st.spans(out, 0, false, now, horizon, length, fits, false)
 }
 
 func covers(spans []span, t int64) bool {

@@ -39,8 +39,17 @@ func schedule(s *Snapshot, o options) Result {
 }
 
 // timeLimit is the job's time limit in partition pi in seconds (forever:
-// unlimited), and whether it was explicitly given.
+// unlimited).
 func (p *pass) timeLimit(j *jobInfo, pi int32) int64 {
+	for k := range j.choices {
+		if j.choices[k].part == pi {
+			return j.choices[k].length
+		}
+	}
+	return p.limitIn(j, pi)
+}
+
+func (p *pass) limitIn(j *jobInfo, pi int32) int64 {
 	if t := dur(j.spec.TimeLimit); t > 0 {
 		return t
 	}
@@ -154,10 +163,11 @@ func (p *pass) partReason(j *jobInfo, pi int32) string {
 
 // choice is one partition a job may run in, in the order it is tried.
 type choice struct {
-	part int32
-	tier int
-	prio uint32
-	k    int // position in the job's own list
+	part   int32
+	tier   int
+	prio   uint32
+	k      int   // position in the job's own list
+	length int64 // time limit there, seconds (forever: unlimited)
 }
 
 // Decision kinds.
@@ -171,7 +181,6 @@ const (
 // decision is what the walk decided for a job, kept so that the next pass
 // of a Planner can replay it when nothing it depends on changed.
 type decision struct {
-	pass      int64
 	kind      uint8
 	open      uint64 // choices the limits left open (bit per choice)
 	part      int32  // start: partition, pieces, devices, end
@@ -226,7 +235,7 @@ func (p *pass) prepareJob(ji int32) bool {
 			}
 			continue
 		}
-		cs = append(cs, choice{part: pi, tier: p.parts[pi].spec.PriorityTier, prio: j.prio[k], k: k})
+		cs = append(cs, choice{part: pi, tier: p.parts[pi].spec.PriorityTier, prio: j.prio[k], k: k, length: p.limitIn(j, pi)})
 	}
 	if len(cs) == 0 {
 		jr.Reason = first
@@ -243,6 +252,35 @@ func (p *pass) prepareJob(ji int32) bool {
 	return true
 }
 
+// qent is a queued job with what the walk reads of it most, kept in queue
+// order so that a walk over a long queue reads memory in order.
+type qent struct {
+	id    uint64
+	qprio uint32
+	tier  int32
+	ji    int32 // index in pass.jobs; -1 for a job gone from the queue
+	shape int32
+	// the job's partition choices (at most two on the fast path) and
+	// time limits there
+	parts   [2]int32
+	lengths [2]int64
+	nparts  uint8
+	open    uint8 // choices the limits left open, last walk
+	qos     int32
+	user    int32
+	assoc   int32
+	// the last decision, for the Planner's fast path
+	kind    uint8
+	attempt bool
+	reason  uint8 // 1: Priority, 2: Resources
+	special bool  // never on the fast path: many partitions, no shape, --switches, may preempt
+}
+
+const (
+	reasonPriority  = 1
+	reasonResources = 2
+)
+
 // queueLess orders the queue: tier, priority, then job id.
 func queueLess(x, y *jobInfo) bool {
 	if x.tier != y.tier {
@@ -254,16 +292,71 @@ func queueLess(x, y *jobInfo) bool {
 	return x.spec.ID < y.spec.ID
 }
 
+func qentLess(x, y *qent) bool {
+	if x.tier != y.tier {
+		return x.tier > y.tier
+	}
+	if x.qprio != y.qprio {
+		return x.qprio > y.qprio
+	}
+	return x.id < y.id
+}
+
+// entry makes job ji's queue entry.
+func (p *pass) entry(ji int32) qent {
+	j := &p.jobs[ji]
+	e := qent{id: j.spec.ID, qprio: j.qprio, tier: int32(j.tier), ji: ji, shape: j.shape,
+		qos: j.qos, user: j.user, assoc: j.assoc}
+	for k := 0; k < len(j.choices) && k < 2; k++ {
+		e.parts[k], e.lengths[k] = j.choices[k].part, j.choices[k].length
+	}
+	e.nparts = uint8(min(len(j.choices), 2))
+	e.special = len(j.choices) > 2 || j.shape < 0 || j.req.leaves > 0 || p.canPreempt(j)
+	return e
+}
+
 // prepare builds every job's result skeleton and the queue.
 func (p *pass) prepare() {
 	p.res = Result{Jobs: make([]JobResult, len(p.jobs))}
 	p.queue = p.queue[:0]
 	for ji := range p.jobs {
 		if p.prepareJob(int32(ji)) {
-			p.queue = append(p.queue, int32(ji))
+			p.queue = append(p.queue, p.entry(int32(ji)))
 		}
 	}
-	sort.Slice(p.queue, func(a, b int) bool { return queueLess(&p.jobs[p.queue[a]], &p.jobs[p.queue[b]]) })
+	sort.Slice(p.queue, func(a, b int) bool { return qentLess(&p.queue[a], &p.queue[b]) })
+}
+
+// failedEnd and setFailed are the pass's failure cache: a job of a shape
+// that could not start in a partition by an end cannot start there either
+// with that end or a later one, as resources only shrink during a walk.
+func (p *pass) failedEnd(shape, part int32) int64 {
+	if i := int(shape)*len(p.parts) + int(part); shape >= 0 && i < len(p.failed) {
+		return p.failed[i]
+	}
+	return 0
+}
+
+func (p *pass) setFailed(shape, part int32, end int64) {
+	if shape < 0 {
+		return
+	}
+	i := int(shape)*len(p.parts) + int(part)
+	if i >= len(p.failed) {
+		p.failed = append(p.failed, make([]int64, (len(p.shapes)+1)*len(p.parts)-len(p.failed))...)
+	}
+	if e := p.failed[i]; e == 0 || end < e {
+		p.failed[i] = end
+	}
+}
+
+// failedFor reports whether the cache says job j cannot start by end.
+func (p *pass) failedFor(j *jobInfo, part int32, end int64) bool {
+	if p.opt.noCache {
+		return false
+	}
+	e := p.failedEnd(j.shape, part)
+	return e != 0 && e <= end
 }
 
 // walk walks the queue and decides every job in it, then puts the nodes,
@@ -278,17 +371,41 @@ func (p *pass) walk() {
 	}
 	p.reservations = 0
 	p.hadPreemption = false
-	p.failed = map[[2]int32]int64{}
+	if n := len(p.shapes) * len(p.parts); cap(p.failed) >= n {
+		p.failed = p.failed[:n]
+		clear(p.failed)
+	} else {
+		p.failed = make([]int64, n)
+	}
 	p.undoing = true
-	for _, ji := range p.queue {
+	for qi := range p.queue {
+		e := &p.queue[qi]
+		ji := e.ji
 		if p.rp != nil {
-			p.rp.ghostsBefore(&p.jobs[ji])
-			if p.rp.replay(ji) {
+			p.rp.ghostsBefore(e)
+		}
+		if p.hook != nil {
+			p.hook(p, ji)
+		}
+		if p.rp != nil {
+			if p.rp.fast(e) {
 				continue
 			}
-			p.rp.recomputing = true
+			if !p.rp.replay(ji) {
+				p.rp.recomputing = true
+				p.decide(ji)
+			}
+		} else {
+			p.decide(ji)
 		}
-		p.decide(ji)
+		j := &p.jobs[ji]
+		e.kind, e.attempt, e.reason, e.open = j.dec.kind, j.dec.attempt, 0, uint8(j.dec.open&3)
+		switch p.res.Jobs[ji].Reason {
+		case ReasonPriority:
+			e.reason = reasonPriority
+		case ReasonResources:
+			e.reason = reasonResources
+		}
 	}
 	if p.rp != nil {
 		p.rp.ghostsBefore(nil)
@@ -302,10 +419,10 @@ func (p *pass) decide(ji int32) {
 	j := &p.jobs[ji]
 	jr := &p.res.Jobs[ji]
 	var old decision
-	if p.rp != nil && j.dec.pass == p.passNo-1 {
+	if p.rp != nil {
 		old = j.dec
 	}
-	j.dec = decision{pass: p.passNo}
+	j.dec = decision{}
 	d := &j.dec
 	limitWhy := ""
 	for k, c := range j.choices {
@@ -328,13 +445,10 @@ func (p *pass) decide(ji int32) {
 		if d.open&(1<<min(k, 63)) == 0 {
 			continue
 		}
-		t := p.timeLimit(j, c.part)
+		t := c.length
 		end := p.endOf(t)
-		key := [2]int32{j.shape, c.part}
-		if j.shape >= 0 && !p.opt.noCache {
-			if e, ok := p.failed[key]; ok && e <= end {
-				continue
-			}
+		if p.failedFor(j, c.part, end) {
+			continue
 		}
 		pieces, _ := p.placeNow(j, c.part, end)
 		if pieces != nil {
@@ -342,11 +456,7 @@ func (p *pass) decide(ji int32) {
 			p.recomputed(ji, &old)
 			return
 		}
-		if j.shape >= 0 {
-			if e, ok := p.failed[key]; !ok || end < e {
-				p.failed[key] = end
-			}
-		}
+		p.setFailed(j.shape, c.part, end)
 	}
 	if p.canPreempt(j) {
 		for k, c := range j.choices {

@@ -59,8 +59,9 @@ type Config struct {
 	// at once when that delays no reserved job, but get no reservation and
 	// no expected start. 0 means 500; negative means no cap.
 	BackfillMaxJobTest int
-	// BackfillWindow is how far ahead reservations are planned (bf_window);
-	// 0 means one day.
+	// BackfillWindow is how far ahead reservations are planned (bf_window),
+	// from Now, or from the start of the priority period when
+	// PriorityCalcPeriod is set; 0 means one day.
 	BackfillWindow time.Duration
 	// MaxSwitchWait is how long a job waits for its --switches count before
 	// the count is ignored (SchedulerParameters max_switch_wait); 0 means

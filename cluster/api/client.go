@@ -276,3 +276,10 @@ func (c *Client) WaitAllocation(ctx context.Context, id uint64, pending func(*Jo
 func (c *Client) Release(ctx context.Context, req ReleaseRequest) error {
 	return c.do(ctx, http.MethodPost, "/api/alloc/release", req, nil)
 }
+
+// Priority returns the pending jobs' priorities and factors (sprio).
+func (c *Client) Priority(ctx context.Context) (*PriorityResponse, error) {
+	var out PriorityResponse
+	err := c.do(ctx, http.MethodGet, "/api/priority", nil, &out)
+	return &out, err
+}

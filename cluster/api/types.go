@@ -383,9 +383,10 @@ type TRES map[string]int64
 // TRES names hpc tracks, in the order sacctmgr prints them.
 var TRESNames = []string{"cpu", "gres/gpu", "mem", "node"}
 
-// ParseTRES reads "cpu=4,mem=8G,gres/gpu=1". A number may end in K, M, G,
-// T or P (powers of 1024); mem is in MB, so mem=8G is 8192 and mem=2048K
-// is 2. A value of -1 is kept (it removes the limit in a change).
+// ParseTRES reads "cpu=4,mem=8G,gres/gpu=1" as sacctmgr does. A number
+// may end in K, M, G, T or P (powers of 1024); mem is in MB, so mem=8G is
+// 8192, and, as in sacctmgr, K there means M. A value of -1 is kept (it
+// removes the limit in a change).
 func ParseTRES(s string) (TRES, error) {
 	out := TRES{}
 	for _, item := range strings.Split(s, ",") {
@@ -436,13 +437,15 @@ func parseTRESCount(name, val string) (int64, error) {
 		}
 		e := p + 1 // K is 1024
 		if name == "mem" {
-			e = p - 1 // mem counts MB: K divides, M is the unit
+			// mem counts MB, and sacctmgr takes K as M (mem=2048K is
+			// mem=2G there): K and M are the unit, G is 1024.
+			e = max(p-1, 0)
 		}
 		for ; e > 0; e-- {
+			if n > (1<<62)/1024 {
+				return 0, &Error{Message: "Invalid value for TRES " + name + " (" + val + ")"}
+			}
 			n *= 1024
-		}
-		if e < 0 {
-			n /= 1024
 		}
 	}
 	return n, nil
@@ -751,6 +754,11 @@ type StepDone struct {
 	Error string `json:"error,omitempty"`
 }
 
+// SigOOM is what Slurm reports as the signal of a task the OOM killer
+// ended (TaskExit.Signal); accounting shows a step or job that ran out of
+// memory as OUT_OF_MEMORY 0:125 (SigOOM's low seven bits).
+const SigOOM = 253
+
 // StepSignalRequest asks srun's node to signal a step; Signal 9 kills it.
 type StepSignalRequest struct {
 	JobID  uint64 `json:"job_id"`
@@ -771,9 +779,41 @@ type ReleaseRequest struct {
 	JobID    uint64 `json:"job_id"`
 	ExitCode int    `json:"exit_code"`
 	Signal   int    `json:"signal,omitempty"`
+	OOM      bool   `json:"oom,omitempty"` // the step it ran was OOM-killed
 }
 
 // HolderScript is the batch script of the jobs salloc and srun (outside a
 // job) submit: it holds the allocation until the client releases it, and
 // the job then ends with the exit status the client gives.
 const HolderScript = "#!/bin/sh\n# hpc: holds an allocation for salloc or srun until it is released\nexec sleep infinity\n"
+
+// ---- sprio ----
+
+// PriorityRow is one pending job's priority and its factors, as sprio
+// shows them: weighted (what the factors add to the priority) and
+// normalized (0..1).
+type PriorityRow struct {
+	JobID      uint64          `json:"job_id"`
+	User       string          `json:"user"`
+	Partition  string          `json:"partition"`
+	Priority   uint32          `json:"priority"`
+	Weighted   PriorityFactors `json:"weighted"`
+	Normalized PriorityFactors `json:"normalized"`
+	Nice       int             `json:"nice"`
+}
+
+// PriorityFactors are the multifactor priority factors of a job.
+type PriorityFactors struct {
+	Age       float64 `json:"age"`
+	Fairshare float64 `json:"fairshare"`
+	JobSize   float64 `json:"job_size"`
+	Partition float64 `json:"partition"`
+	QOS       float64 `json:"qos"`
+}
+
+// PriorityResponse answers sprio: the rows, the plugin and its weights.
+type PriorityResponse struct {
+	Plugin  string          `json:"plugin"` // priority/basic or priority/multifactor
+	Weights PriorityFactors `json:"weights"`
+	Rows    []PriorityRow   `json:"rows"`
+}

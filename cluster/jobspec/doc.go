@@ -1,9 +1,12 @@
-// Package jobspec turns sbatch's command line and a batch script's #SBATCH
-// directives into an api.JobSpec, the way Slurm's sbatch does: options parsed
-// getopt_long style from a table (the place to add options), directives read
-// from the script's leading comment block, command-line options winning over
-// directives, and Slurm's own error texts and exit codes. It is pure (no
-// process state: the caller passes the working directory, environment, file
-// reader and stdin) and imports the standard library, cluster/api and
-// cluster/config (for the shared time and memory syntax) only.
+// Package jobspec turns sbatch's command line, its SBATCH_* input
+// variables and a batch script's #SBATCH directives into an api.JobSpec, the
+// way Slurm's sbatch does: options parsed getopt_long style from a table (the
+// place to add options), directives read from the script's leading comment
+// block, variables over directives and command-line options over both, and
+// Slurm's own error texts and exit codes. Its Getopt type is the one
+// getopt_long parser of the Slurm-style commands (squeue, sinfo, scancel,
+// sacct, scontrol use it too). It is pure (no process state: the caller
+// passes the working directory, environment, file reader, stdin and the
+// time) and imports the standard library, cluster/api and cluster/config
+// (for the shared time and memory syntax) only.
 package jobspec

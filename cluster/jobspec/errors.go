@@ -16,6 +16,8 @@ type UsageError struct {
 	// Getopt marks getopt's own messages ("unrecognized option '--bogus'"),
 	// which Slurm prints as "sbatch: <Msg>" rather than "sbatch: error: <Msg>".
 	Getopt bool
+	// Fatal marks messages Slurm prints with fatal() ("sbatch: fatal: ...").
+	Fatal bool
 }
 
 func (e *UsageError) Error() string { return e.Msg }
@@ -27,17 +29,19 @@ func (e *UsageError) Format(prog string) string {
 	if e.Getopt {
 		return prog + ": " + e.Msg + "\n"
 	}
+	level := "error"
+	if e.Fatal {
+		level = "fatal"
+	}
 	var b strings.Builder
 	for _, line := range strings.Split(e.Msg, "\n") {
-		b.WriteString(prog + ": error: " + line + "\n")
+		b.WriteString(prog + ": " + level + ": " + line + "\n")
 	}
 	return b.String()
 }
 
-const tryHelp = "Try \"sbatch --help\" for more information"
-
 func getoptError(msg string) *UsageError {
-	return &UsageError{Msg: msg + "\n" + tryHelp, Code: 255, Getopt: true}
+	return &UsageError{Msg: msg + "\n" + TryHelp("sbatch"), Code: 255, Getopt: true}
 }
 
 // Slurm's texts for scripts it refuses.

@@ -2,18 +2,20 @@ package jobspec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 )
 
 // Options is a parsed sbatch command line, or (from Resolve) the command
-// line merged with the script's directives.
+// line merged with the SBATCH_* input variables and the script's directives.
 type Options struct {
 	Spec api.JobSpec
 	// Set holds the long names of the options given ("job-name", "time"...),
@@ -26,12 +28,21 @@ type Options struct {
 	Parsable   bool     // --parsable
 	Help       bool     // -h/--help or --usage
 	Version    bool     // -V/--version
-	// Other holds the options accepted but not interpreted yet (--account,
-	// --gres, --dependency...), by long name, with the last value given;
-	// "" for options without an argument.
+	Quiet      bool     // -Q/--quiet
+	TestOnly   bool     // --test-only
+	// Other holds the options accepted but not interpreted yet (--nice,
+	// --licenses, --reservation...), by long name, with the last value
+	// given; "" for options without an argument.
 	Other map[string]string
+	// Notices are lines sbatch prints on stderr before submitting, without
+	// its "sbatch: " prefix (for example about --mail-type).
+	Notices []string
 
+	begin string     // --begin as given; Resolve turns it into Spec.Begin
 	given []givenOpt // command-line options in order, replayed over directives
+	// from records where each option was last set: "cli", "script" or
+	// "env" (for the memory options' mutual exclusion).
+	from map[string]string
 }
 
 type givenOpt struct {
@@ -40,13 +51,13 @@ type givenOpt struct {
 }
 
 func newOptions() *Options {
-	return &Options{Set: map[string]bool{}, Other: map[string]string{}}
+	return &Options{Set: map[string]bool{}, Other: map[string]string{}, from: map[string]string{}}
 }
 
 func (o *Options) apply(opt *option, val string) error {
-	o.Set[opt.long] = true
+	o.Set[opt.Long] = true
 	if opt.apply == nil {
-		o.Other[opt.long] = val
+		o.Other[opt.Long] = val
 		return nil
 	}
 	return opt.apply(o, val)
@@ -62,6 +73,7 @@ func ParseArgs(args []string) (*Options, error) {
 	o := newOptions()
 	rest, err := parseWords(args, func(opt *option, val string) error {
 		o.given = append(o.given, givenOpt{opt, val})
+		o.from[opt.Long] = "cli"
 		return o.apply(opt, val)
 	})
 	if err != nil {
@@ -76,70 +88,18 @@ func ParseArgs(args []string) (*Options, error) {
 	return o, nil
 }
 
-// parseWords runs getopt_long over words, calling apply for each option, and
-// returns the words left after the options.
+// parseWords runs getopt_long over words with sbatch's table, calling apply
+// for each option, and returns the words left after the options. Getopt's
+// own errors become *UsageError with sbatch's "Try" line.
 func parseWords(words []string, apply func(*option, string) error) ([]string, error) {
-	i := 0
-	for ; i < len(words); i++ {
-		w := words[i]
-		if w == "--" {
-			return words[i+1:], nil
-		}
-		if len(w) < 2 || w[0] != '-' {
-			break
-		}
-		if w[1] == '-' {
-			name, val, hasVal := strings.Cut(w[2:], "=")
-			opt, err := lookupLong(name, w)
-			if err != nil {
-				return nil, err
-			}
-			switch opt.arg {
-			case noArg:
-				if hasVal {
-					return nil, getoptError(fmt.Sprintf("option '--%s' doesn't allow an argument", opt.long))
-				}
-			case requiredArg:
-				if !hasVal {
-					if i+1 >= len(words) {
-						return nil, getoptError(fmt.Sprintf("option '--%s' requires an argument", opt.long))
-					}
-					i++
-					val = words[i]
-				}
-			}
-			if err := apply(opt, val); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		// A cluster of short options: -WQ, -J name, -Jname, -N2.
-		for j := 1; j < len(w); j++ {
-			c := w[j]
-			opt := byShort[c]
-			if opt == nil {
-				return nil, getoptError(fmt.Sprintf("invalid option -- '%s'", string(rune(c))))
-			}
-			val := ""
-			if opt.arg != noArg {
-				switch {
-				case j+1 < len(w):
-					val = w[j+1:]
-				case opt.arg == requiredArg:
-					if i+1 >= len(words) {
-						return nil, getoptError(fmt.Sprintf("option requires an argument -- '%c'", c))
-					}
-					i++
-					val = words[i]
-				}
-				j = len(w) // the rest of the word was the argument
-			}
-			if err := apply(opt, val); err != nil {
-				return nil, err
-			}
-		}
+	rest, err := sbatchGetopt.Parse(words, func(o *Opt, val string, _ bool) error {
+		return apply(byLong[o.Long], val)
+	})
+	var ge *GetoptError
+	if errors.As(err, &ge) {
+		return nil, getoptError(ge.Msg)
 	}
-	return words[i:], nil
+	return rest, err
 }
 
 // directive is the option words of one #SBATCH line.
@@ -229,16 +189,19 @@ type Input struct {
 	ReadFile func(string) ([]byte, error) // reads the script file
 	Stdin    io.Reader                    // the script when no path and no --wrap are given
 	Hostname string                       // the submit host
+	Now      time.Time                    // the submit time, for --begin=now+1hour and the like
 }
 
 // Resolve does what sbatch does before contacting the controller: parse the
 // command line; read the script (the file, --wrap's generated script, or
 // stdin) and check it as Slurm does; apply its #SBATCH directives, then the
-// command-line options over them (the command line wins whatever the order;
-// as in Slurm, a --wrap script is read for directives too);
-// and fill in the job name (the script's base name, "wrap" or "sbatch" for
-// stdin), the absolute working directory (-D against Cwd, else Cwd), the
-// environment and the submit host. Output and Error stay unexpanded patterns.
+// SBATCH_* input variables of the environment over them, then the
+// command-line options over both (the command line wins whatever the order;
+// as in Slurm, a --wrap script is read for directives too); and fill in the
+// job name (the script's base name, "wrap" or "sbatch" for stdin), the
+// absolute working directory (-D against Cwd, else Cwd), the environment the
+// job gets (--export), the begin time and the submit host. Output and Error
+// stay unexpanded patterns.
 //
 // With --help or --version, Resolve returns after parsing the command line,
 // reading nothing. Errors are *UsageError.
@@ -289,12 +252,19 @@ func Resolve(args []string, in Input) (*Options, error) {
 			return nil, err
 		}
 	}
+	if err := applyInputEnv(o, in.Env); err != nil {
+		return nil, err
+	}
 	for _, g := range cl.given {
+		o.from[g.opt.Long] = "cli"
 		if err := o.apply(g.opt, g.val); err != nil {
 			return nil, err // cannot happen: ParseArgs already applied them
 		}
 	}
 	o.ScriptPath, o.ScriptArgs, o.given = cl.ScriptPath, cl.ScriptArgs, cl.given
+	if err := checkMemOptions(o); err != nil {
+		return nil, err
+	}
 
 	if !o.Set["job-name"] {
 		o.Spec.Name = name
@@ -307,11 +277,108 @@ func Resolve(args []string, in Input) (*Options, error) {
 	default:
 		o.Spec.WorkDir = filepath.Join(in.Cwd, wd)
 	}
+	if o.begin != "" {
+		t, err := ParseBegin(o.begin, in.Now)
+		if err != nil {
+			return nil, &UsageError{Msg: "Invalid --begin specification", Code: 255}
+		}
+		o.Spec.Begin = t
+	}
+	if o.Spec.MailType != "" || o.Spec.MailUser != "" {
+		o.Notices = append(o.Notices, "notice: this cluster sends no mail; --mail-type and --mail-user are recorded only")
+	}
 	o.Spec.Script = string(script)
 	o.Spec.Wrap = cl.Set["wrap"]
-	o.Spec.Env = slices.Clone(in.Env)
+	o.Spec.Env = ExportEnv(o.Spec.Export, in.Env)
 	o.Spec.SubmitHost = in.Hostname
 	return o, nil
+}
+
+// checkMemOptions enforces that --mem, --mem-per-cpu and --mem-per-gpu
+// exclude one another, as Slurm does: two given on the command line or in
+// the script is an error; one given there clears the others set through
+// SBATCH_* variables; two set only through variables is an error too.
+func checkMemOptions(o *Options) error {
+	names := []string{"mem", "mem-per-cpu", "mem-per-gpu"}
+	var direct, env []string
+	for _, n := range names {
+		switch o.from[n] {
+		case "cli", "script":
+			direct = append(direct, n)
+		case "env":
+			env = append(env, n)
+		}
+	}
+	switch {
+	case len(direct) > 1:
+		return &UsageError{Msg: "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.", Code: 1, Fatal: true}
+	case len(direct) == 1:
+		for _, n := range env {
+			switch n {
+			case "mem":
+				o.Spec.MemPerNodeMB = 0
+			case "mem-per-cpu":
+				o.Spec.MemPerCPUMB = 0
+			case "mem-per-gpu":
+				o.Spec.MemPerGPUMB = 0
+			}
+			delete(o.Set, n)
+		}
+	case len(env) > 1:
+		return &UsageError{Msg: "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually exclusive.", Code: 1, Fatal: true}
+	}
+	return nil
+}
+
+// ExportEnv is the environment a job gets for an --export value, from the
+// submitter's environment env: everything for "" or "ALL"; only the SLURM_*
+// variables for "NONE"; and for a list ("ALL,A=1,B", "NONE,B" or "A=1,B"),
+// the listed variables added to everything when ALL is in the list, or to
+// the SLURM_* variables otherwise. A listed NAME takes its value from env;
+// NAME=value sets it.
+func ExportEnv(export string, env []string) []string {
+	if export == "" || strings.EqualFold(export, "ALL") {
+		return slices.Clone(env)
+	}
+	lookup := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		lookup[k] = v
+	}
+	all := false
+	var listed []string
+	for _, item := range strings.Split(export, ",") {
+		switch {
+		case strings.EqualFold(item, "ALL"):
+			all = true
+		case strings.EqualFold(item, "NONE"), item == "":
+		default:
+			listed = append(listed, item)
+		}
+	}
+	var out []string
+	for _, kv := range env {
+		if all || strings.HasPrefix(kv, "SLURM_") {
+			out = append(out, kv)
+		}
+	}
+	set := func(k, v string) {
+		for i, kv := range out {
+			if strings.HasPrefix(kv, k+"=") {
+				out[i] = k + "=" + v
+				return
+			}
+		}
+		out = append(out, k+"="+v)
+	}
+	for _, item := range listed {
+		if k, v, ok := strings.Cut(item, "="); ok {
+			set(k, v)
+		} else if v, ok := lookup[item]; ok {
+			set(item, v)
+		}
+	}
+	return out
 }
 
 // checkScript refuses what Slurm's sbatch refuses.
@@ -341,9 +408,10 @@ func applyDirective(o *Options, d directive) error {
 		return &UsageError{Msg: fmt.Sprintf("batch script line %d: %s", d.line, msg), Code: code}
 	}
 	rest, err := parseWords(d.words, func(opt *option, val string) error {
-		if opt.long == "wrap" {
+		if opt.Long == "wrap" {
 			return fmt.Errorf("--wrap cannot be used in a batch script")
 		}
+		o.from[opt.Long] = "script"
 		return o.apply(opt, val)
 	})
 	if err != nil {

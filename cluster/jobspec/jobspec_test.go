@@ -26,7 +26,7 @@ func TestParseArgsForms(t *testing.T) {
 		{[]string{"--part=debug"}, api.JobSpec{Partition: "debug"}, []string{"partition"}},
 		{[]string{"--partition", "gpu"}, api.JobSpec{Partition: "gpu"}, []string{"partition"}},
 		{[]string{"-N2"}, api.JobSpec{Nodes: 2}, []string{"nodes"}},
-		{[]string{"-N", "2-4"}, api.JobSpec{Nodes: 2}, []string{"nodes"}},
+		{[]string{"-N", "2-4"}, api.JobSpec{Nodes: 2, MaxNodes: 4}, []string{"nodes"}},
 		{[]string{"--nodes=3"}, api.JobSpec{Nodes: 3}, []string{"nodes"}},
 		{[]string{"-n4"}, api.JobSpec{NTasks: 4}, []string{"ntasks"}},
 		{[]string{"--ntasks", "8"}, api.JobSpec{NTasks: 8}, []string{"ntasks"}},
@@ -115,11 +115,11 @@ func TestParseArgsFlagsAndScript(t *testing.T) {
 }
 
 func TestParseArgsOther(t *testing.T) {
-	o, err := ParseArgs([]string{"-A", "proj", "--gres=gpu:2", "--exclusive", "--nice=5", "-k", "--dependency", "afterok:1", "--hold", "--export=ALL,X=1"})
+	o, err := ParseArgs([]string{"--nice=5", "-k", "--reservation", "r1", "-L", "lic"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"account": "proj", "gres": "gpu:2", "exclusive": "", "nice": "5", "no-kill": "", "dependency": "afterok:1", "hold": "", "export": "ALL,X=1"}
+	want := map[string]string{"nice": "5", "no-kill": "", "reservation": "r1", "licenses": "lic"}
 	if !reflect.DeepEqual(o.Other, want) {
 		t.Errorf("Other = %v, want %v", o.Other, want)
 	}
@@ -130,8 +130,63 @@ func TestParseArgsOther(t *testing.T) {
 	}
 	// An optional argument never takes the next word.
 	o, _ = ParseArgs([]string{"--exclusive", "job.sh"})
-	if o.Other["exclusive"] != "" || o.ScriptPath != "job.sh" {
-		t.Errorf("optional arg: %v %q", o.Other, o.ScriptPath)
+	if o.Spec.Exclusive != "exclusive" || o.ScriptPath != "job.sh" {
+		t.Errorf("optional arg: %q %q", o.Spec.Exclusive, o.ScriptPath)
+	}
+}
+
+func TestParseArgsCarried(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		args []string
+		want api.JobSpec
+	}{
+		{[]string{"-A", "proj"}, api.JobSpec{Account: "proj"}},
+		{[]string{"--array=0-15%4"}, api.JobSpec{Array: "0-15%4"}},
+		{[]string{"-a", "1,3,5-9:2"}, api.JobSpec{Array: "1,3,5-9:2"}},
+		{[]string{"-C", "fast&big"}, api.JobSpec{Constraint: "fast&big"}},
+		{[]string{"-d", "afterok:12:13"}, api.JobSpec{Dependency: "afterok:12:13"}},
+		{[]string{"-d", "afterany:12_3+5?singleton"}, api.JobSpec{Dependency: "afterany:12_3+5?singleton"}},
+		{[]string{"-d", "afterok:999999"}, api.JobSpec{Dependency: "afterok:999999"}},
+		{[]string{"--export=ALL,X=1"}, api.JobSpec{Export: "ALL,X=1"}},
+		{[]string{"-G", "2"}, api.JobSpec{Gpus: "2"}},
+		{[]string{"--gres=gpu:2"}, api.JobSpec{Gres: "gpu:2"}},
+		{[]string{"--gres=gres:gpu:1"}, api.JobSpec{Gres: "gpu:1"}},
+		{[]string{"--gpus-per-node=1", "--gpus-per-task=tesla:1"}, api.JobSpec{GpusPerNode: "1", GpusPerTask: "tesla:1"}},
+		{[]string{"-H"}, api.JobSpec{Hold: true}},
+		{[]string{"-i", "in.txt"}, api.JobSpec{Input: "in.txt"}},
+		{[]string{"--mem-per-cpu=2G"}, api.JobSpec{MemPerCPUMB: 2048}},
+		{[]string{"--mem-per-gpu", "500"}, api.JobSpec{MemPerGPUMB: 500}},
+		{[]string{"--ntasks-per-node=4"}, api.JobSpec{NTasksPerNode: 4}},
+		{[]string{"-w", "node[1-2]", "-x", "node3"}, api.JobSpec{NodeList: "node[1-2]", Exclude: "node3"}},
+		{[]string{"--exclusive=user"}, api.JobSpec{Exclusive: "user"}},
+		{[]string{"--open-mode=a"}, api.JobSpec{OpenMode: "append"}},
+		{[]string{"--open-mode=truncate"}, api.JobSpec{OpenMode: "truncate"}},
+		{[]string{"-q", "high"}, api.JobSpec{QOS: "high"}},
+		{[]string{"--requeue"}, api.JobSpec{Requeue: &yes}},
+		{[]string{"--requeue", "--no-requeue"}, api.JobSpec{Requeue: &no}},
+		{[]string{"--time-min=30"}, api.JobSpec{TimeMinMin: 30}},
+		{[]string{"--switches=2@10:00"}, api.JobSpec{Switches: 2, SwitchesWaitSec: 600}},
+		{[]string{"--switches=1"}, api.JobSpec{Switches: 1}},
+		{[]string{"--signal=B:USR1@90"}, api.JobSpec{Signal: "B:USR1@90"}},
+		{[]string{"--mail-type=END,FAIL", "--mail-user=me@x"}, api.JobSpec{MailType: "END,FAIL", MailUser: "me@x"}},
+	}
+	for _, tt := range tests {
+		o, err := ParseArgs(tt.args)
+		if err != nil {
+			t.Errorf("ParseArgs(%q): %v", tt.args, err)
+			continue
+		}
+		if !reflect.DeepEqual(o.Spec, tt.want) {
+			t.Errorf("ParseArgs(%q).Spec = %+v, want %+v", tt.args, o.Spec, tt.want)
+		}
+		if len(o.Other) != 0 {
+			t.Errorf("ParseArgs(%q) left %v uninterpreted", tt.args, o.Other)
+		}
+	}
+	o, _ := ParseArgs([]string{"--test-only", "-Q"})
+	if !o.TestOnly || !o.Quiet {
+		t.Errorf("--test-only -Q: %+v", o)
 	}
 }
 
@@ -140,24 +195,44 @@ func TestParseArgsErrors(t *testing.T) {
 		args   []string
 		msg    string
 		getopt bool
+		code   int
 	}{
-		{[]string{"--bogus", "--wrap", "true"}, "unrecognized option '--bogus'\nTry \"sbatch --help\" for more information", true},
-		{[]string{"--bogus=1"}, "unrecognized option '--bogus=1'\nTry \"sbatch --help\" for more information", true},
-		{[]string{"-y"}, "invalid option -- 'y'\nTry \"sbatch --help\" for more information", true},
-		{[]string{"-J"}, "option requires an argument -- 'J'\nTry \"sbatch --help\" for more information", true},
-		{[]string{"--time"}, "option '--time' requires an argument\nTry \"sbatch --help\" for more information", true},
-		{[]string{"--parsable=yes"}, "option '--parsable' doesn't allow an argument\nTry \"sbatch --help\" for more information", true},
-		{[]string{"--pa=x"}, "option '--pa' is ambiguous; possibilities: '--parsable' '--partition'\nTry \"sbatch --help\" for more information", true},
-		{[]string{"--=x"}, "unrecognized option '--=x'\nTry \"sbatch --help\" for more information", true},
-		{[]string{"-t", "abc", "--wrap", "true"}, "Invalid --time specification", false},
-		{[]string{"--time=1:2:3:4"}, "Invalid --time specification", false},
-		{[]string{"--mem=abc", "--wrap", "true"}, "Invalid --mem specification", false},
-		{[]string{"--mem=10GB"}, "Invalid --mem specification", false},
-		{[]string{"-N", "abc"}, "invalid node count `abc'", false},
-		{[]string{"-N", "4-2"}, "invalid node count `4-2'", false},
-		{[]string{"-n", "0"}, `Invalid numeric value "0" for --ntasks.`, false},
-		{[]string{"-n", "x"}, `Invalid numeric value "x" for --ntasks.`, false},
-		{[]string{"-c", "-1"}, `Invalid numeric value "-1" for --cpus-per-task.`, false},
+		{[]string{"--bogus", "--wrap", "true"}, "unrecognized option '--bogus'\nTry \"sbatch --help\" for more information", true, 255},
+		{[]string{"--bogus=1"}, "unrecognized option '--bogus=1'\nTry \"sbatch --help\" for more information", true, 255},
+		{[]string{"-y"}, "invalid option -- 'y'\nTry \"sbatch --help\" for more information", true, 255},
+		{[]string{"-J"}, "option requires an argument -- 'J'\nTry \"sbatch --help\" for more information", true, 255},
+		{[]string{"--time"}, "option '--time' requires an argument\nTry \"sbatch --help\" for more information", true, 255},
+		{[]string{"--parsable=yes"}, "option '--parsable' doesn't allow an argument\nTry \"sbatch --help\" for more information", true, 255},
+		{[]string{"--pa=x"}, "option '--pa' is ambiguous; possibilities: '--parsable' '--partition'\nTry \"sbatch --help\" for more information", true, 255},
+		{[]string{"--=x"}, "unrecognized option '--=x'\nTry \"sbatch --help\" for more information", true, 255},
+		{[]string{"-t", "abc", "--wrap", "true"}, "Invalid --time specification", false, 255},
+		{[]string{"--time=1:2:3:4"}, "Invalid --time specification", false, 255},
+		{[]string{"--mem=abc", "--wrap", "true"}, "Invalid --mem specification", false, 255},
+		{[]string{"--mem=10GB"}, "Invalid --mem specification", false, 255},
+		{[]string{"--mem-per-cpu=x"}, "Invalid --mem-per-cpu specification", false, 255},
+		{[]string{"--mem-per-gpu=1Q"}, "Invalid --mem-per-gpu specification", false, 255},
+		{[]string{"-N", "abc"}, `"abc" is not a valid node count`, false, 255},
+		{[]string{"-N", "2-x"}, `"x" is not a valid node count`, false, 255},
+		{[]string{"-N", "4-2"}, "Maximum node count 2 is less than minimum node count 4", false, 255},
+		{[]string{"-n", "0"}, `Invalid numeric value "0" for --ntasks.`, false, 1},
+		{[]string{"-n", "x"}, `Invalid numeric value "x" for --ntasks.`, false, 1},
+		{[]string{"-c", "-1"}, `Invalid numeric value "-1" for --cpus-per-task.`, false, 1},
+		{[]string{"--ntasks-per-node=0"}, `Invalid numeric value "0" for --ntasks-per-node.`, false, 1},
+		{[]string{"--switches=x"}, `Invalid numeric value "x" for --switches.`, false, 1},
+		{[]string{"--exclusive=bogus"}, "Invalid --exclusive specification", false, 255},
+		{[]string{"--open-mode=x"}, "Invalid --open-mode specification", false, 255},
+		{[]string{"--signal=NOPE"}, "Invalid --signal specification", false, 255},
+		{[]string{"--signal=USR1@x"}, "Invalid --signal specification", false, 255},
+		{[]string{"--begin=someday"}, "Invalid --begin specification", false, 255},
+		{[]string{"--time-min=x"}, "Invalid --time-min specification", false, 255},
+		{[]string{"--mail-type=SOMETIMES"}, "Invalid --mail-type specification", false, 255},
+		{[]string{"--dependency=foo:1"}, "Batch job submission failed: Job dependency problem", false, 1},
+		{[]string{"-d", "afterok:"}, "Batch job submission failed: Job dependency problem", false, 1},
+		{[]string{"-d", "afterok:1,afterany:2?after:3"}, "Batch job submission failed: Job dependency problem", false, 1},
+		{[]string{"-d", "afterok:x"}, "Batch job submission failed: Job dependency problem", false, 1},
+		{[]string{"--array=5-1"}, "Batch job submission failed: Invalid job array specification", false, 1},
+		{[]string{"--array=a"}, "Batch job submission failed: Invalid job array specification", false, 1},
+		{[]string{"--array=1-9%x"}, "Batch job submission failed: Invalid job array specification", false, 1},
 	}
 	for _, tt := range tests {
 		o, err := ParseArgs(tt.args)
@@ -166,8 +241,8 @@ func TestParseArgsErrors(t *testing.T) {
 			t.Errorf("ParseArgs(%q) = %+v, %v; want a UsageError", tt.args, o, err)
 			continue
 		}
-		if ue.Msg != tt.msg || ue.Code != 255 || ue.Getopt != tt.getopt {
-			t.Errorf("ParseArgs(%q) error = %+v, want %q (getopt %v)", tt.args, ue, tt.msg, tt.getopt)
+		if ue.Msg != tt.msg || ue.Code != tt.code || ue.Getopt != tt.getopt {
+			t.Errorf("ParseArgs(%q) error = %+v, want %q (getopt %v, code %d)", tt.args, ue, tt.msg, tt.getopt, tt.code)
 		}
 	}
 }
@@ -399,26 +474,34 @@ func TestReExports(t *testing.T) {
 	}
 }
 
+// validValue gives options whose argument is checked a value they accept.
+var validValue = map[string]string{
+	"open-mode": "append", "mail-type": "END", "signal": "USR1@30", "begin": "now+1hour", "dependency": "afterok:1",
+}
+
 func TestOptionTable(t *testing.T) {
 	seenLong := map[string]bool{}
 	seenShort := map[byte]bool{}
 	for _, o := range optionTable {
-		if seenLong[o.long] || o.long == "" || strings.HasPrefix(o.long, "-") {
-			t.Errorf("bad or duplicate long option %q", o.long)
+		if seenLong[o.Long] || o.Long == "" || strings.HasPrefix(o.Long, "-") {
+			t.Errorf("bad or duplicate long option %q", o.Long)
 		}
-		seenLong[o.long] = true
-		if o.short != 0 {
-			if seenShort[o.short] {
-				t.Errorf("duplicate short option -%c", o.short)
+		seenLong[o.Long] = true
+		if o.Short != 0 {
+			if seenShort[o.Short] {
+				t.Errorf("duplicate short option -%c", o.Short)
 			}
-			seenShort[o.short] = true
+			seenShort[o.Short] = true
 		}
 		// Every option can be given by its full name.
-		args := []string{"--" + o.long}
-		if o.arg == requiredArg {
-			args = append(args, "1")
+		args := []string{"--" + o.Long}
+		if o.Arg == RequiredArg {
+			args = append(args, validValue[o.Long])
+			if args[1] == "" {
+				args[1] = "1"
+			}
 		}
-		if opts, err := ParseArgs(args); err != nil || !opts.Set[o.long] {
+		if opts, err := ParseArgs(args); err != nil || !opts.Set[o.Long] {
 			t.Errorf("ParseArgs(%q): %v", args, err)
 		}
 	}

@@ -100,19 +100,23 @@ func pending(j api.Job, reason string) api.Job {
 func busyJobs() []api.Job {
 	j18 := batchJob(18, "multi", "debug")
 	j18.Spec.Nodes = 2
+	j19 := batchJob(19, "gpujob", "gpu")
+	j19.Spec.Gres = "gpu:1"
+	j21 := batchJob(21, "after", "debug")
+	j21.Spec.Dependency = "afterok:15"
 	j20 := batchJob(20, "big", "debug")
 	j20.Spec.Nodes = 2
 	j20.Spec.NTasks = 4
 	return []api.Job{
 		pending(batchJob(25, "small", "debug"), "Priority"),
-		running(batchJob(19, "gpujob", "gpu"), "node3"),
+		running(j19, "node3"),
 		pending(batchJob(22, "held", "debug"), "JobHeldUser"),
 		running(batchJob(15, "sleeper", "debug"), "node1"),
 		pending(batchJob(24, "gpu2", "gpu"), "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"),
 		running(batchJob(16, "sleeper", "debug"), "node1"),
 		pending(j20, "Resources"),
 		running(j18, "node2", "node3"),
-		pending(batchJob(21, "after", "debug"), "Dependency"),
+		pending(j21, "Dependency"),
 		running(batchJob(17, "sleeper", "debug"), "node2"),
 		pending(batchJob(23, "later", "debug"), "BeginTime"),
 	}

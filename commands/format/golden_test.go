@@ -97,7 +97,7 @@ func TestGolden(t *testing.T) {
 		{"06_scontrol_show_partition", func() string {
 			var b strings.Builder
 			for _, p := range refPartitions() {
-				b.WriteString(ShowPartition(p, refNodes()))
+				b.WriteString(ShowPartition(p, refNodes(), false))
 			}
 			return b.String()
 		}, nil},
@@ -113,8 +113,10 @@ func TestGolden(t *testing.T) {
 		}, []normaliser{sortRows(2)}},
 		{"37_scontrol_show_job_running", func() string { return ShowJob(findJob(busyJobs(), 15), busyNow, false) }, jobRuntime},
 		{"38_scontrol_show_job_multi", func() string { return ShowJob(findJob(busyJobs(), 18), busyNow, false) }, jobRuntime},
+		{"39_scontrol_show_job_gpu", func() string { return ShowJob(findJob(busyJobs(), 19), busyNow, false) }, jobRuntime},
 		{"40_scontrol_show_job_pending_resources", func() string { return ShowJob(findJob(busyJobs(), 20), busyNow, false) },
 			append([]normaliser{pendingTRESNodes, lastSchedEval}, jobRuntime...)},
+		{"41_scontrol_show_job_dependency", func() string { return ShowJob(findJob(busyJobs(), 21), busyNow, false) }, jobRuntime},
 		{"42_scontrol_show_job_held", func() string { return ShowJob(findJob(busyJobs(), 22), busyNow, false) }, jobRuntime},
 		{"43_scontrol_show_job_oneline", func() string { return ShowJob(findJob(busyJobs(), 15), busyNow, true) }, jobRuntime},
 		{"44_scontrol_show_node_node1_busy", func() string { return ShowNode(busyNodes()[0], false) }, nodeRuntime},

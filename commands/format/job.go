@@ -2,6 +2,7 @@ package format
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"hpc/cluster/api"
@@ -18,11 +19,14 @@ const basicPriorityTop = 0xFFFF0000
 
 // BasicPriority is the priority Slurm's priority/basic plugin gives a job:
 // 4294901760 minus the job id (job 15 → 4294901745), and 0 for a job held
-// by its user or an administrator. It stands in until api.Job carries the
-// scheduler's priority.
+// by its user or an administrator. When the controller gives the job a
+// priority (api.Job.Priority), that is used instead.
 func BasicPriority(j api.Job) uint32 {
 	if isHeld(j) {
 		return 0
+	}
+	if j.Priority != 0 {
+		return j.Priority // the controller's scheduling pass computed it
 	}
 	if j.ID == 0 || j.ID >= basicPriorityTop {
 		return 1
@@ -31,7 +35,16 @@ func BasicPriority(j api.Job) uint32 {
 }
 
 func isHeld(j api.Job) bool {
-	return j.State == api.StatePending && (j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin")
+	return j.State == api.StatePending && (j.Hold != "" || j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin")
+}
+
+// expectedStart is when a pending job is expected to start, as the
+// controller's last scheduling pass saw it (zero when unknown).
+func expectedStart(j api.Job) time.Time {
+	if j.State == api.StatePending {
+		return j.ExpectedStart
+	}
+	return time.Time{}
 }
 
 // notEligible reports whether a pending job is not yet eligible to run
@@ -96,8 +109,11 @@ func jobMemMB(j api.Job) int64 {
 	if sum > 0 {
 		return sum
 	}
-	if j.Spec.MemPerNodeMB > 0 {
+	switch {
+	case j.Spec.MemPerNodeMB > 0:
 		return j.Spec.MemPerNodeMB * int64(jobNumNodes(j))
+	case j.Spec.MemPerCPUMB > 0:
+		return int64(jobNumCPUs(j)) * j.Spec.MemPerCPUMB
 	}
 	return int64(jobNumCPUs(j)) * DefMemPerCPU
 }
@@ -182,4 +198,74 @@ func jobStdErr(j api.Job) string {
 // exitPair prints an exit status and a signal the way Slurm does: "3:0".
 func exitPair(code, sig int) string {
 	return strconv.Itoa(code) + ":" + strconv.Itoa(sig)
+}
+
+// jobAccount is the job's account: the controller's, else the one asked for.
+func jobAccount(j api.Job) string {
+	if j.Account != "" {
+		return j.Account
+	}
+	return j.Spec.Account
+}
+
+// jobQOS is the QOS asked for, "normal" by default.
+func jobQOS(j api.Job) string {
+	if j.Spec.QOS != "" {
+		return j.Spec.QOS
+	}
+	return "normal"
+}
+
+// overSubscribe is squeue's OVER_SUBSCRIBE and scontrol's OverSubscribe
+// for a job: OK by default, NO for --exclusive, USER or MCS for those
+// kinds of --exclusive, YES for --exclusive=oversubscribe.
+func overSubscribe(j api.Job) string {
+	switch j.Spec.Exclusive {
+	case "exclusive":
+		return "NO"
+	case "user":
+		return "USER"
+	case "mcs":
+		return "MCS"
+	case "oversubscribe":
+		return "YES"
+	}
+	return "OK"
+}
+
+// dependencyString is a job's dependency as scontrol and squeue show it:
+// "(null)" once there is none left to wait for, and for a job pending on
+// one, each job it waits on with the state of that wait, as Slurm lists
+// the dependencies still outstanding: "afterok:15(unfulfilled)",
+// "afterany:12(unfulfilled)?afterok:13(unfulfilled)"; "(failed)" when it
+// can never be satisfied.
+func dependencyString(j api.Job) string {
+	if j.Spec.Dependency == "" || j.State != api.StatePending {
+		return "(null)"
+	}
+	status := ""
+	switch j.Reason {
+	case "Dependency":
+		status = "(unfulfilled)"
+	case "DependencyNeverSatisfied":
+		status = "(failed)"
+	default:
+		return j.Spec.Dependency
+	}
+	sep := ","
+	if strings.Contains(j.Spec.Dependency, "?") {
+		sep = "?"
+	}
+	var items []string
+	for _, item := range strings.FieldsFunc(j.Spec.Dependency, func(r rune) bool { return r == ',' || r == '?' }) {
+		kind, ids, ok := strings.Cut(item, ":")
+		if !ok {
+			items = append(items, item+status) // singleton
+			continue
+		}
+		for _, id := range strings.Split(ids, ":") {
+			items = append(items, kind+":"+id+status)
+		}
+	}
+	return strings.Join(items, sep)
 }

@@ -350,3 +350,13 @@ func abs(n int) int {
 	}
 	return n
 }
+
+// SacctFieldNames lists the field names sacct knows, in sacct's order
+// (sacct --helpformat prints them).
+func SacctFieldNames() []string {
+	out := make([]string, len(sacctDefs))
+	for i, d := range sacctDefs {
+		out[i] = d.name
+	}
+	return out
+}

@@ -55,21 +55,29 @@ func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
 	r.add("UserId=" + jobUser(j) + "(" + strconv.FormatUint(uint64(j.UID), 10) + ") ")
 	r.add("GroupId=" + jobGroup(j) + "(" + strconv.FormatUint(uint64(j.GID), 10) + ") MCS_label=N/A")
 	r.nl()
-	r.add("Priority=" + strconv.FormatUint(uint64(BasicPriority(j)), 10) + " Nice=0 Account=" + orNull(j.Account) + " QOS=normal")
+	r.add("Priority=" + strconv.FormatUint(uint64(BasicPriority(j)), 10) + " Nice=0 Account=" + orNull(jobAccount(j)) + " QOS=" + jobQOS(j))
 	r.nl()
-	r.add("JobState=" + string(j.State) + " Reason=" + underscoreSpaces(jobReason(j)) + " Dependency=(null)")
+	r.add("JobState=" + string(j.State) + " Reason=" + underscoreSpaces(jobReason(j)) + " Dependency=" + dependencyString(j))
 	r.nl()
 	batch := 0
 	if j.Spec.Script != "" {
 		batch = 1
 	}
-	r.add("Requeue=1 Restarts=0 BatchFlag=" + strconv.Itoa(batch) + " Reboot=0 ExitCode=" + exitPair(j.ExitCode, j.Signal))
+	requeue := "1"
+	if j.Spec.Requeue != nil && !*j.Spec.Requeue {
+		requeue = "0"
+	}
+	r.add("Requeue=" + requeue + " Restarts=" + strconv.Itoa(j.Restarts) + " BatchFlag=" + strconv.Itoa(batch) + " Reboot=0 ExitCode=" + exitPair(j.ExitCode, j.Signal))
 	r.nl()
 	limit := "Partition_Limit"
 	if j.Spec.TimeLimitMin != 0 {
 		limit = mins2time(j.Spec.TimeLimitMin)
 	}
-	r.add("RunTime=" + ElapsedHMS(jobRunTime(j, now)) + " TimeLimit=" + limit + " TimeMin=N/A")
+	timeMin := "N/A"
+	if j.Spec.TimeMinMin != 0 {
+		timeMin = mins2time(j.Spec.TimeMinMin)
+	}
+	r.add("RunTime=" + ElapsedHMS(jobRunTime(j, now)) + " TimeLimit=" + limit + " TimeMin=" + timeMin)
 	r.nl()
 	eligible := ISOTime(j.SubmitTime)
 	if notEligible(j) {
@@ -79,11 +87,18 @@ func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
 	r.nl()
 	r.add("AccrueTime=" + eligible)
 	r.nl()
-	start := time.Time{}
-	if jobStarted(j) {
+	start, end := time.Time{}, jobEndTime(j)
+	switch {
+	case jobStarted(j):
 		start = j.StartTime
+	case !expectedStart(j).IsZero():
+		// A pending job shows when the scheduler expects it to run.
+		start = expectedStart(j)
+		if j.Spec.TimeLimitMin > 0 {
+			end = start.Add(time.Duration(j.Spec.TimeLimitMin) * time.Minute)
+		}
 	}
-	r.add("StartTime=" + ISOTime(start) + " EndTime=" + ISOTime(jobEndTime(j)) + " Deadline=N/A")
+	r.add("StartTime=" + ISOTime(start) + " EndTime=" + ISOTime(end) + " Deadline=N/A")
 	r.nl()
 	lastEval := j.SubmitTime
 	if jobStarted(j) {
@@ -97,7 +112,7 @@ func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
 	}
 	r.add("Partition=" + orNull(j.Spec.Partition) + " AllocNode:Sid=" + host + ":0")
 	r.nl()
-	r.add("ReqNodeList=(null) ExcNodeList=(null)")
+	r.add("ReqNodeList=" + orNull(j.Spec.NodeList) + " ExcNodeList=" + orNull(j.Spec.Exclude))
 	r.nl()
 	r.add("NodeList=" + nodeList(j.NodeNames()))
 	r.nl()
@@ -110,19 +125,22 @@ func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
 		" NumTasks=" + strconv.Itoa(jobTasks(j)) + " CPUs/Task=" + strconv.Itoa(jobCPUsPerTask(j)) +
 		" ReqB:S:C:T=0:0:*:*")
 	r.nl()
-	r.add("TRES=" + orNull(tresString(int64(cpus), jobMemMB(j), int64(jobNumNodes(j)), int64(cpus), nil)))
+	r.add("TRES=" + orNull(jobTRES(j)))
 	r.nl()
-	r.add("Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*")
+	r.add("Socks/Node=* NtasksPerN:B:S:C=" + strconv.Itoa(j.Spec.NTasksPerNode) + ":0:*:* CoreSpec=*")
 	r.nl()
 	mem := "MinMemoryCPU=" + convertMB(DefMemPerCPU)
-	if j.Spec.MemPerNodeMB > 0 {
+	switch {
+	case j.Spec.MemPerNodeMB > 0:
 		mem = "MinMemoryNode=" + convertMB(j.Spec.MemPerNodeMB)
+	case j.Spec.MemPerCPUMB > 0:
+		mem = "MinMemoryCPU=" + convertMB(j.Spec.MemPerCPUMB)
 	}
 	r.add("MinCPUsNode=" + strconv.Itoa(jobCPUsPerTask(j)) + " " + mem + " MinTmpDiskNode=0")
 	r.nl()
-	r.add("Features=(null) DelayBoot=00:00:00")
+	r.add("Features=" + orNull(j.Spec.Constraint) + " DelayBoot=00:00:00")
 	r.nl()
-	r.add("OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)")
+	r.add("OverSubscribe=" + overSubscribe(j) + " Contiguous=0 Licenses=(null) Network=(null)")
 	r.nl()
 	r.add("Command=(null)")
 	r.nl()
@@ -131,12 +149,32 @@ func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
 		r.nl()
 		r.add("StdErr=" + jobStdErr(j))
 		r.nl()
-		r.add("StdIn=/dev/null")
+		r.add("StdIn=" + jobStdIn(j))
 		r.nl()
 		r.add("StdOut=" + jobStdOut(j))
 	}
+	if j.Spec.Switches > 0 {
+		r.nl()
+		r.add("Switches=" + strconv.Itoa(j.Spec.Switches) + "@" + secs2time(j.Spec.SwitchesWaitSec))
+	}
 	r.nl()
 	r.add("Power=")
+	for _, t := range []struct{ key, val string }{
+		{"TresPerJob", tresPerJob(j)}, {"TresPerNode", tresPerNode(j)}, {"TresPerTask", tresPerTask(j)},
+	} {
+		if t.val != "N/A" {
+			r.nl()
+			r.add(t.key + "=" + t.val)
+		}
+	}
+	if j.Spec.MailType != "" {
+		user := j.Spec.MailUser
+		if user == "" {
+			user = jobUser(j)
+		}
+		r.nl()
+		r.add("MailUser=" + user + " MailType=" + strings.ToUpper(j.Spec.MailType))
+	}
 	r.nl()
 	return r.end(oneLiner)
 }
@@ -234,11 +272,12 @@ func ShowNode(n api.Node, oneLiner bool) string {
 	return r.end(oneLiner)
 }
 
-// ShowPartition renders a partition as scontrol show partition does. nodes
-// supplies the members' CPUs, memory and gres for the totals; a member
-// missing from nodes counts as a node with nothing in it.
-func ShowPartition(p api.Partition, nodes []api.Node) string {
-	r := newRecord(false)
+// ShowPartition renders a partition as scontrol show partition (oneLiner:
+// scontrol -o) does. nodes supplies the members' CPUs, memory and gres for
+// the totals; a member missing from nodes counts as a node with nothing in
+// it.
+func ShowPartition(p api.Partition, nodes []api.Node, oneLiner bool) string {
+	r := newRecord(oneLiner)
 	members := partitionMembers(p, nodes)
 	// Members in configuration order: the partition's list, else node order.
 	var names []string
@@ -316,7 +355,7 @@ func ShowPartition(p api.Partition, nodes []api.Node) string {
 	r.add("DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED")
 	r.nl()
 	r.add("TRES=" + orNull(tresString(cpus, mem, int64(len(names)), cpus, gres)))
-	return r.end(false)
+	return r.end(oneLiner)
 }
 
 // addGres adds counts into a running total, keeping first-seen order.
@@ -334,4 +373,61 @@ func addGres(total, more []gresCount) []gresCount {
 		}
 	}
 	return total
+}
+
+// ConfigItem is one "Key = value" line of scontrol show config.
+type ConfigItem struct{ Key, Value string }
+
+// ShowConfig renders scontrol show config: the date line, one "Key = value"
+// line per item (keys padded to 23 characters, as Slurm pads them), and a
+// blank line; the caller appends the controllers' status (PingLines).
+func ShowConfig(items []ConfigItem, now time.Time) string {
+	var b strings.Builder
+	b.WriteString("Configuration data as of " + ISOTime(now) + "\n")
+	for _, it := range items {
+		b.WriteString(padRight(it.Key, 23) + " = " + it.Value + "\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func padRight(s string, w int) string {
+	if len(s) >= w {
+		return s
+	}
+	return s + strings.Repeat(" ", w-len(s))
+}
+
+// Controller is one SlurmctldHost and whether it answers.
+type Controller struct {
+	Name string
+	Up   bool
+}
+
+// PingLines is what scontrol ping prints: "Slurmctld(primary) at node1 is
+// UP", then backup, or backup1, backup2, ... when there are more than two,
+// in configuration order. asRoot adds Slurm's banner when one is down.
+func PingLines(ctls []Controller, asRoot bool) string {
+	var b strings.Builder
+	down := false
+	for i, c := range ctls {
+		mode := "primary"
+		switch {
+		case i == 1 && len(ctls) == 2:
+			mode = "backup"
+		case i > 0:
+			mode = "backup" + strconv.Itoa(i)
+		}
+		state := "UP"
+		if !c.Up {
+			state, down = "DOWN", true
+		}
+		b.WriteString("Slurmctld(" + mode + ") at " + c.Name + " is " + state + "\n")
+	}
+	if down && asRoot {
+		b.WriteString("*****************************************\n")
+		b.WriteString("** RESTORE SLURMCTLD DAEMON TO SERVICE **\n")
+		b.WriteString("*****************************************\n")
+	}
+	return b.String()
 }

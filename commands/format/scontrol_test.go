@@ -108,7 +108,7 @@ func TestShowPartition(t *testing.T) {
 		{Name: "other", CPUs: 1, MemMB: 1},
 	}
 	p := api.Partition{Name: "big", Nodes: []string{"g[1-2]"}, MaxTimeMin: -1, State: "drain"}
-	got := ShowPartition(p, nodes)
+	got := ShowPartition(p, nodes, false)
 	for _, want := range []string{
 		"PartitionName=big\n   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL\n   AllocNodes=ALL Default=NO QoS=N/A\n",
 		"   MaxNodes=UNLIMITED MaxTime=UNLIMITED MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED\n   Nodes=g[1-2]\n",
@@ -119,7 +119,7 @@ func TestShowPartition(t *testing.T) {
 			t.Errorf("show partition lacks %q:\n%s", want, got)
 		}
 	}
-	empty := ShowPartition(api.Partition{Name: "none", Default: true, MaxTimeMin: 30}, nodes)
+	empty := ShowPartition(api.Partition{Name: "none", Default: true, MaxTimeMin: 30}, nodes, false)
 	for _, want := range []string{"Default=YES", "MaxTime=00:30:00", "Nodes=(null)", "State=UP TotalCPUs=0 TotalNodes=0",
 		"TRES=(null)\n\n"} {
 		if !strings.Contains(empty, want) {

@@ -1,6 +1,8 @@
 package format
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,16 +21,31 @@ type SinfoOptions struct {
 	Long bool
 	// NoHeader is -h: neither the header nor the date line.
 	NoHeader bool
+	// Summarize is -s: one line per partition with node counts by state.
+	Summarize bool
+	// ListReasons is -R: the nodes that are down, drained or failing,
+	// grouped by reason. The caller passes only those nodes (see
+	// ReasonStates).
+	ListReasons bool
+	// Format is a -o string ("%P %.5a %D"); LongFormat a -O string
+	// ("partition:10,nodes"). They replace the default columns.
+	Format     string
+	LongFormat string
 	// Now is the time the listing is made, for the -l date line.
 	Now time.Time
 }
 
-// sinfoEntry is one output line: nodes of one partition in one state.
+// ReasonStates are the node states sinfo -R lists by default.
+var ReasonStates = []string{"down", "fail", "drain"}
+
+// sinfoEntry is one output line: nodes of one partition that agree on
+// every column that splits lines.
 type sinfoEntry struct {
 	part    api.Partition
 	partIdx int
 	nodes   []api.Node
 	state   nodeState
+	key     string
 }
 
 func (e *sinfoEntry) names() []string {
@@ -39,15 +56,52 @@ func (e *sinfoEntry) names() []string {
 	return out
 }
 
-// sinfoCol is one sinfo column: its header and its value for an entry.
+// counts returns the allocated, idle, other and total nodes of the entry,
+// as sinfo's A/I/O/T columns count them.
+func (e *sinfoEntry) counts() (alloc, idle, other, total int) {
+	for _, n := range e.nodes {
+		st := effectiveNodeState(n, true)
+		switch b := st.base(); {
+		case b == nodeBaseAllocated || b == nodeBaseMixed || st.has(flagCompleting):
+			alloc++
+		case st.has(flagDrain) || b == nodeBaseDown:
+			other++
+		default:
+			idle++
+		}
+		total++
+	}
+	return
+}
+
+// cpuCounts is the same for CPUs.
+func (e *sinfoEntry) cpuCounts() (alloc, idle, other, total int) {
+	for _, n := range e.nodes {
+		st := effectiveNodeState(n, true)
+		alloc += n.AllocCPUs
+		total += n.CPUs
+		if st.has(flagDrain) || st.base() == nodeBaseDown {
+			other += n.CPUs - n.AllocCPUs
+		} else {
+			idle += n.CPUs - n.AllocCPUs
+		}
+	}
+	return
+}
+
+// sinfoCol is one sinfo column. nodeKey or partKey, when set, make the
+// column split lines: sinfo prints nodes (or partitions) on separate lines
+// when the column would show them differently, as Slurm's match flags do.
 type sinfoCol struct {
-	header string
-	value  func(e *sinfoEntry) string
+	header  string
+	value   func(e *sinfoEntry) string
+	nodeKey func(n api.Node) string
+	partKey func(p api.Partition) string
 }
 
 // sinfoItem places a column in a format: width, justification, whether the
-// width is computed from the data (partition and node list columns), and
-// the text after it.
+// width is computed from the data (partition and node list columns of the
+// default formats), and the text after it.
 type sinfoItem struct {
 	col     sinfoCol
 	width   int
@@ -56,72 +110,197 @@ type sinfoItem struct {
 	suffix  string
 }
 
+func partName(p api.Partition) string { return p.Name }
+
+func partAvail(p api.Partition) string {
+	switch strings.ToUpper(p.State) {
+	case "", "UP":
+		return "up"
+	case "DOWN":
+		return "down"
+	case "DRAIN":
+		return "drain"
+	case "INACTIVE":
+		return "inactive"
+	}
+	return "unknown"
+}
+
+func partTime(p api.Partition) string {
+	if p.MaxTimeMin < 0 {
+		return "infinite"
+	}
+	return sinfoSecs(p.MaxTimeMin * 60)
+}
+
+func stateLong(n api.Node) string  { return effectiveNodeState(n, true).name(false) }
+func stateShort(n api.Node) string { return effectiveNodeState(n, true).name(true) }
+func nodeReason(n api.Node) string {
+	if n.Reason == "" {
+		return "none"
+	}
+	return n.Reason
+}
+func nodeCPUs(n api.Node) string { return strconv.Itoa(n.CPUs) }
+func nodeMem(n api.Node) string  { return strconv.FormatInt(n.MemMB, 10) }
+func nodeGres(n api.Node) string { return orNull(n.Gres) }
+func nodeAddr(n api.Node) string {
+	if h, _, ok := strings.Cut(n.Addr, ":"); ok || h != "" {
+		return h
+	}
+	return n.Name
+}
+
 var (
 	colPartition = sinfoCol{"PARTITION", func(e *sinfoEntry) string {
 		if e.part.Default {
 			return e.part.Name + "*"
 		}
 		return e.part.Name
-	}}
-	colAvail = sinfoCol{"AVAIL", func(e *sinfoEntry) string {
-		switch strings.ToUpper(e.part.State) {
-		case "", "UP":
-			return "up"
-		case "DOWN":
-			return "down"
-		case "DRAIN":
-			return "drain"
-		case "INACTIVE":
-			return "inactive"
-		}
-		return "unknown"
-	}}
-	colTime = sinfoCol{"TIMELIMIT", func(e *sinfoEntry) string {
-		if e.part.MaxTimeMin < 0 {
-			return "infinite"
-		}
-		return sinfoSecs(e.part.MaxTimeMin * 60)
-	}}
-	colSize       = sinfoCol{"JOB_SIZE", func(*sinfoEntry) string { return "1-infinite" }}
-	colRoot       = sinfoCol{"ROOT", func(*sinfoEntry) string { return "no" }}
-	colOver       = sinfoCol{"OVERSUBSCRIBE", func(*sinfoEntry) string { return "NO" }}
-	colGrps       = sinfoCol{"GROUPS", func(*sinfoEntry) string { return "all" }}
-	colNodes      = sinfoCol{"NODES", func(e *sinfoEntry) string { return strconv.Itoa(len(e.nodes)) }}
+	}, nil, partName}
+	colPartitionName = sinfoCol{"PARTITION", func(e *sinfoEntry) string { return e.part.Name }, nil, partName}
+	colAvail         = sinfoCol{"AVAIL", func(e *sinfoEntry) string { return partAvail(e.part) }, nil, partAvail}
+	colTime          = sinfoCol{"TIMELIMIT", func(e *sinfoEntry) string { return partTime(e.part) }, nil, partTime}
+	colDefaultTime   = sinfoCol{"DEFAULTTIME", func(*sinfoEntry) string { return "n/a" }, nil, nil}
+	colSize          = sinfoCol{"JOB_SIZE", func(*sinfoEntry) string { return "1-infinite" }, nil, nil}
+	colRoot          = sinfoCol{"ROOT", func(*sinfoEntry) string { return "no" }, nil, nil}
+	colOver          = sinfoCol{"OVERSUBSCRIBE", func(*sinfoEntry) string { return "NO" }, nil, nil}
+	colGrps          = sinfoCol{"GROUPS", func(*sinfoEntry) string { return "all" }, nil, nil}
+	colNodes         = sinfoCol{"NODES", func(e *sinfoEntry) string { return strconv.Itoa(len(e.nodes)) }, nil, nil}
+	colNodesAI       = sinfoCol{"NODES(A/I)", func(e *sinfoEntry) string {
+		a, i, _, _ := e.counts()
+		return fmt.Sprintf("%d/%d", a, i)
+	}, nil, nil}
+	colNodesAIOT = sinfoCol{"NODES(A/I/O/T)", func(e *sinfoEntry) string {
+		a, i, o, t := e.counts()
+		return fmt.Sprintf("%d/%d/%d/%d", a, i, o, t)
+	}, nil, nil}
+	colCPUsAIOT = sinfoCol{"CPUS(A/I/O/T)", func(e *sinfoEntry) string {
+		a, i, o, t := e.cpuCounts()
+		return fmt.Sprintf("%d/%d/%d/%d", a, i, o, t)
+	}, nodeCPUs, nil}
 	colStateShort = sinfoCol{"STATE", func(e *sinfoEntry) string {
 		if len(e.nodes) == 0 {
 			return "n/a"
 		}
 		return strings.ToLower(e.state.name(true))
-	}}
+	}, stateLong, nil}
 	colStateLong = sinfoCol{"STATE", func(e *sinfoEntry) string {
 		if len(e.nodes) == 0 {
 			return "n/a"
 		}
 		return strings.ToLower(e.state.name(false))
-	}}
-	colNodeList = sinfoCol{"NODELIST", func(e *sinfoEntry) string { return nodeList(e.names()) }}
-	colCPUs     = sinfoCol{"CPUS", func(e *sinfoEntry) string {
+	}, stateLong, nil}
+	colStateComplete = sinfoCol{"STATECOMPLETE", func(e *sinfoEntry) string {
+		if len(e.nodes) == 0 {
+			return "n/a"
+		}
+		return strings.ToLower(e.state.complete())
+	}, func(n api.Node) string { return effectiveNodeState(n, true).complete() }, nil}
+	colNodeList  = sinfoCol{"NODELIST", func(e *sinfoEntry) string { return nodeList(e.names()) }, nil, nil}
+	colHostnames = sinfoCol{"HOSTNAMES", func(e *sinfoEntry) string { return nodeList(e.names()) }, nil, nil}
+	colNodeAddr  = sinfoCol{"NODE_ADDR", func(e *sinfoEntry) string {
+		var addrs []string
+		for _, n := range e.nodes {
+			addrs = append(addrs, nodeAddr(n))
+		}
+		return nodeList(addrs)
+	}, nodeAddr, nil}
+	colCPUs = sinfoCol{"CPUS", func(e *sinfoEntry) string {
 		lo, hi := minMax(e.nodes, func(n api.Node) int64 { return int64(n.CPUs) })
 		return rangePlus(lo, hi)
-	}}
+	}, nodeCPUs, nil}
 	colSCT = sinfoCol{"S:C:T", func(e *sinfoEntry) string {
 		lo, hi := minMax(e.nodes, func(n api.Node) int64 { return int64(n.CPUs) })
 		return "1:" + rangePlus(lo, hi) + ":1"
-	}}
-	colMemory = sinfoCol{"MEMORY", func(e *sinfoEntry) string {
+	}, nodeCPUs, nil}
+	colSockets = sinfoCol{"SOCKETS", func(*sinfoEntry) string { return "1" }, nil, nil}
+	colCores   = sinfoCol{"CORES", func(e *sinfoEntry) string {
+		lo, hi := minMax(e.nodes, func(n api.Node) int64 { return int64(n.CPUs) })
+		return rangePlus(lo, hi)
+	}, nodeCPUs, nil}
+	colThreads = sinfoCol{"THREADS", func(*sinfoEntry) string { return "1" }, nil, nil}
+	colMemory  = sinfoCol{"MEMORY", func(e *sinfoEntry) string {
 		lo, hi := minMax(e.nodes, func(n api.Node) int64 { return n.MemMB })
 		return rangePlus(lo, hi)
-	}}
-	colDisk     = sinfoCol{"TMP_DISK", func(*sinfoEntry) string { return "0" }}
-	colWeight   = sinfoCol{"WEIGHT", func(*sinfoEntry) string { return "1" }}
-	colFeatures = sinfoCol{"AVAIL_FEATURES", func(*sinfoEntry) string { return "(null)" }}
+	}, nodeMem, nil}
+	colAllocMem = sinfoCol{"ALLOCMEM", func(e *sinfoEntry) string {
+		var sum int64
+		for _, n := range e.nodes {
+			sum += n.AllocMemMB
+		}
+		return strconv.FormatInt(sum, 10)
+	}, func(n api.Node) string { return strconv.FormatInt(n.AllocMemMB, 10) }, nil}
+	colFreeMem     = sinfoCol{"FREE_MEM", func(*sinfoEntry) string { return "N/A" }, nil, nil}
+	colCPULoad     = sinfoCol{"CPU_LOAD", func(*sinfoEntry) string { return "N/A" }, nil, nil}
+	colDisk        = sinfoCol{"TMP_DISK", func(*sinfoEntry) string { return "0" }, nil, nil}
+	colWeight      = sinfoCol{"WEIGHT", func(*sinfoEntry) string { return "1" }, nil, nil}
+	colFeatures    = sinfoCol{"AVAIL_FEATURES", func(*sinfoEntry) string { return "(null)" }, nil, nil}
+	colFeaturesAct = sinfoCol{"ACTIVE_FEATURES", func(*sinfoEntry) string { return "(null)" }, nil, nil}
+	colGres        = sinfoCol{"GRES", func(e *sinfoEntry) string {
+		if len(e.nodes) == 0 {
+			return "(null)"
+		}
+		return nodeGres(e.nodes[0])
+	}, nodeGres, nil}
+	colGresUsed = sinfoCol{"GRES_USED", func(*sinfoEntry) string { return "N/A" }, nil, nil}
 	colReason   = sinfoCol{"REASON", func(e *sinfoEntry) string {
-		if len(e.nodes) == 0 || e.nodes[0].Reason == "" {
+		if len(e.nodes) == 0 {
 			return "none"
 		}
-		return e.nodes[0].Reason
-	}}
+		return nodeReason(e.nodes[0])
+	}, nodeReason, nil}
+	// hpc records no user or time with a node's reason yet.
+	colTimestamp   = sinfoCol{"TIMESTAMP", func(*sinfoEntry) string { return "Unknown" }, nil, nil}
+	colUser        = sinfoCol{"USER", func(*sinfoEntry) string { return "Unknown" }, nil, nil}
+	colUserLong    = sinfoCol{"USER", func(*sinfoEntry) string { return "Unknown" }, nil, nil}
+	colMaxCPUs     = sinfoCol{"MAX_CPUS_PER_NODE", func(*sinfoEntry) string { return "UNLIMITED" }, nil, nil}
+	colPrioFactor  = sinfoCol{"PRIO_JOB_FACTOR", func(*sinfoEntry) string { return "1" }, nil, nil}
+	colPrioTier    = sinfoCol{"PRIO_TIER", func(*sinfoEntry) string { return "1" }, nil, nil}
+	colPreemptMode = sinfoCol{"PREEMPT_MODE", func(*sinfoEntry) string { return "OFF" }, nil, nil}
+	colAllocNodes  = sinfoCol{"ALLOCNODES", func(*sinfoEntry) string { return "all" }, nil, nil}
+	colVersion     = sinfoCol{"VERSION", func(*sinfoEntry) string { return SlurmVersion }, nil, nil}
+	colCluster     = sinfoCol{"CLUSTER", func(*sinfoEntry) string { return "N/A" }, nil, nil}
+	colComment     = sinfoCol{"COMMENT", func(*sinfoEntry) string { return "(null)" }, nil, nil}
+	colPort        = sinfoCol{"PORT", func(e *sinfoEntry) string {
+		if len(e.nodes) > 0 {
+			if _, p, ok := strings.Cut(e.nodes[0].Addr, ":"); ok {
+				return p
+			}
+		}
+		return "0"
+	}, nil, nil}
 )
+
+// sinfoLetters are sinfo's -o letters.
+var sinfoLetters = map[byte]sinfoCol{
+	'a': colAvail, 'A': colNodesAI, 'b': colFeaturesAct, 'B': colMaxCPUs, 'c': colCPUs,
+	'C': colCPUsAIOT, 'd': colDisk, 'D': colNodes, 'e': colFreeMem, 'E': colReason,
+	'f': colFeatures, 'F': colNodesAIOT, 'g': colGrps, 'G': colGres, 'h': colOver,
+	'H': colTimestamp, 'I': colPrioFactor, 'l': colTime, 'L': colDefaultTime, 'm': colMemory,
+	'M': colPreemptMode, 'n': colHostnames, 'N': colNodeList, 'o': colNodeAddr, 'O': colCPULoad,
+	'p': colPrioTier, 'P': colPartition, 'r': colRoot, 'R': colPartitionName, 's': colSize,
+	'S': colAllocNodes, 't': colStateShort, 'T': colStateLong, 'u': colUser, 'U': colUserLong,
+	'v': colVersion, 'V': colCluster, 'w': colWeight, 'X': colSockets, 'Y': colCores,
+	'Z': colThreads, 'z': colSCT,
+}
+
+// sinfoNames are sinfo's -O names.
+var sinfoNames = map[string]sinfoCol{
+	"allocmem": colAllocMem, "allocnodes": colAllocNodes, "available": colAvail, "cluster": colCluster,
+	"comment": colComment, "cpus": colCPUs, "cpusload": colCPULoad, "freemem": colFreeMem,
+	"cpusstate": colCPUsAIOT, "cores": colCores, "defaulttime": colDefaultTime, "disk": colDisk,
+	"features": colFeatures, "features_act": colFeaturesAct, "groups": colGrps, "gres": colGres,
+	"gresused": colGresUsed, "maxcpuspernode": colMaxCPUs, "memory": colMemory, "nodes": colNodes,
+	"nodeaddr": colNodeAddr, "nodeai": colNodesAI, "nodeaiot": colNodesAIOT, "nodehost": colHostnames,
+	"nodelist": colNodeList, "partition": colPartition, "partitionname": colPartitionName,
+	"port": colPort, "preemptmode": colPreemptMode, "priorityjobfactor": colPrioFactor,
+	"prioritytier": colPrioTier, "reason": colReason, "root": colRoot, "oversubscribe": colOver,
+	"share": colOver, "size": colSize, "statecompact": colStateShort, "statecomplete": colStateComplete,
+	"statelong": colStateLong, "sockets": colSockets, "socketcorethread": colSCT, "time": colTime,
+	"timestamp": colTimestamp, "threads": colThreads, "user": colUser, "userlong": colUserLong,
+	"version": colVersion, "weight": colWeight,
+}
 
 func minMax(nodes []api.Node, f func(api.Node) int64) (int64, int64) {
 	if len(nodes) == 0 {
@@ -144,48 +323,113 @@ func rangePlus(lo, hi int64) string {
 	return strconv.FormatInt(lo, 10) + "+"
 }
 
-// The default formats of sinfo 22.05 (src/sinfo/opts.c), as items.
-var (
-	sinfoSummary = []sinfoItem{
-		{colPartition, 9, false, 'P', " "},
-		{colAvail, 5, true, 0, " "},
-		{colTime, 10, true, 0, " "},
-		{colNodes, 6, true, 0, " "},
-		{colStateShort, 6, true, 0, " "},
-		{colNodeList, 0, false, 0, ""},
-	}
-	sinfoSummaryLong = []sinfoItem{
-		{colPartition, 9, false, 'P', " "},
-		{colAvail, 5, true, 0, " "},
-		{colTime, 10, true, 0, " "},
-		{colSize, 10, true, 0, " "},
-		{colRoot, 4, true, 0, " "},
-		{colOver, 8, true, 0, " "},
-		{colGrps, 10, true, 0, " "},
-		{colNodes, 6, true, 0, " "},
-		{colStateLong, 11, true, 0, " "},
-		{colNodeList, 0, false, 0, ""},
-	}
-	sinfoNode = []sinfoItem{
-		{colNodeList, 0, false, 'N', " "},
-		{colNodes, 6, true, 0, " "},
-		{colPartition, 9, true, 'P', " "},
-		{colStateShort, 6, false, 0, ""},
-	}
-	sinfoNodeLong = []sinfoItem{
-		{colNodeList, 0, false, 'N', " "},
-		{colNodes, 6, true, 0, " "},
-		{colPartition, 9, true, 'P', " "},
-		{colStateLong, 11, true, 0, " "},
-		{colCPUs, 4, false, 0, " "},
-		{colSCT, 8, true, 0, " "},
-		{colMemory, 6, true, 0, " "},
-		{colDisk, 8, true, 0, " "},
-		{colWeight, 6, true, 0, " "},
-		{colFeatures, 8, true, 0, " "},
-		{colReason, 20, false, 0, ""},
-	}
+// The default formats of sinfo 22.05 (src/sinfo/opts.c), as -O strings;
+// their partition and node list columns are sized to the data.
+const (
+	sinfoDefault        = "partition:9 ,available:.5 ,time:.10 ,nodes:.6 ,statecompact:.6 ,nodelist:0"
+	sinfoDefaultLong    = "partition:9 ,available:.5 ,time:.10 ,size:.10 ,root:.4 ,oversubscribe:.8 ,groups:.10 ,nodes:.6 ,statelong:.11 ,nodelist:0"
+	sinfoSummarize      = "partition:9 ,available:.5 ,time:.10 ,nodeaiot:.16 ,nodelist:0"
+	sinfoNodeFormat     = "nodelist:0 ,nodes:.6 ,partition:.9 ,statecompact:6"
+	sinfoNodeFormatLong = "nodelist:0 ,nodes:.6 ,partition:.9 ,statelong:.11 ,cpus:4 ,socketcorethread:.8 ,memory:.6 ,disk:.8 ,weight:.6 ,features:.8 ,reason:20"
+	sinfoReasons        = "reason:20 ,user:9 ,timestamp:19 ,nodelist:0"
+	sinfoReasonsLong    = "reason:20 ,userlong:12 ,timestamp:19 ,statecompact:6 ,nodelist:0"
 )
+
+// ParseSinfoFormat reads a sinfo -o string ("%9P %.5a %D"). Unknown letters
+// print literally and are reported, one line each, as "Invalid node format
+// specification: X"; the items are usable even then.
+func ParseSinfoFormat(s string) ([]sinfoItem, error) {
+	fields, err := parsePercentFormat(s, func(c byte) bool { _, ok := sinfoLetters[c]; return ok }, "Invalid node format specification")
+	var items []sinfoItem
+	for _, f := range fields {
+		it := sinfoItem{width: f.Width, right: f.Right, suffix: f.Text}
+		if f.Letter != 0 {
+			it.col = sinfoLetters[f.Letter]
+		}
+		items = append(items, it)
+	}
+	return items, err
+}
+
+// ParseSinfoLongFormat reads a sinfo -O string ("partition:10 ,nodes").
+// Fields without a width are 20 wide; unknown names are reported as
+// "Invalid node format specification: name".
+func ParseSinfoLongFormat(s string) ([]sinfoItem, error) {
+	var items []sinfoItem
+	var errs []error
+	for _, tok := range strings.Split(s, ",") {
+		if tok == "" {
+			continue
+		}
+		name, spec, hasSpec := strings.Cut(tok, ":")
+		it := sinfoItem{width: 20}
+		if hasSpec {
+			if strings.HasPrefix(spec, ".") {
+				it.right = true
+				spec = spec[1:]
+			}
+			i := 0
+			for i < len(spec) && spec[i] >= '0' && spec[i] <= '9' {
+				i++
+			}
+			it.width, _ = strconv.Atoi(spec[:i])
+			it.suffix = spec[i:]
+		}
+		col, ok := sinfoNames[strings.ToLower(name)]
+		if !ok {
+			errs = append(errs, fmt.Errorf("Invalid node format specification: %s", name))
+		}
+		it.col = col
+		items = append(items, it)
+	}
+	return items, errors.Join(errs...)
+}
+
+// sinfoItems picks the columns for o: its format strings, or the default
+// format of its view (with the partition and node list columns sized to
+// the data).
+func sinfoItems(o SinfoOptions) []sinfoItem {
+	if o.Format != "" {
+		items, _ := ParseSinfoFormat(o.Format)
+		return items
+	}
+	if o.LongFormat != "" {
+		items, _ := ParseSinfoLongFormat(o.LongFormat)
+		return items
+	}
+	var def string
+	dynNodes, dynParts := false, true
+	switch {
+	case o.Summarize:
+		def = sinfoSummarize
+	case o.NodeCentric && o.Long:
+		def, dynNodes = sinfoNodeFormatLong, true
+	case o.NodeCentric:
+		def, dynNodes = sinfoNodeFormat, true
+	case o.ListReasons && o.Long:
+		def, dynParts = sinfoReasonsLong, false
+	case o.ListReasons:
+		def, dynParts = sinfoReasons, false
+	case o.Long:
+		def = sinfoDefaultLong
+	default:
+		def = sinfoDefault
+	}
+	items, _ := ParseSinfoLongFormat(def)
+	for i := range items {
+		switch items[i].col.header {
+		case "PARTITION":
+			if dynParts {
+				items[i].dynamic = 'P'
+			}
+		case "NODELIST":
+			if dynNodes {
+				items[i].dynamic = 'N'
+			}
+		}
+	}
+	return items
+}
 
 // Sinfo renders partitions and nodes as sinfo does.
 //
@@ -201,17 +445,15 @@ var (
 // (node2 before node10); a node in several partitions gets its lines in
 // partition order. (Real sinfo builds those lines in racing threads, so its
 // order among one node's partitions varies from run to run.)
+//
+// With a format (-o, -O), lines are split by the columns shown, as sinfo's
+// match flags split them: nodes whose state, CPUs, memory, reason, ... would
+// print differently get lines of their own, and partitions merge when no
+// partition column tells them apart. -s prints one line per partition; -R
+// groups the nodes given by reason, whatever their partition.
 func Sinfo(parts []api.Partition, nodes []api.Node, o SinfoOptions) string {
-	items := sinfoSummary
-	switch {
-	case o.NodeCentric && o.Long:
-		items = sinfoNodeLong
-	case o.NodeCentric:
-		items = sinfoNode
-	case o.Long:
-		items = sinfoSummaryLong
-	}
-	entries := buildSinfo(parts, nodes, o.NodeCentric)
+	items := sinfoItems(o)
+	entries := buildSinfo(parts, nodes, items, o)
 
 	partWidth, nodeWidth := 9, 9
 	for _, e := range entries {
@@ -234,15 +476,19 @@ func Sinfo(parts []api.Partition, nodes []api.Node, o SinfoOptions) string {
 			b.WriteString(CTime(o.Now) + "\n")
 		}
 		for _, it := range items {
-			// sinfo never cuts the NODELIST header; other headers are cut.
-			b.WriteString(pad(it.col.header, width(it), it.right, it.col.header != "NODELIST"))
+			if it.col.value != nil {
+				// sinfo never cuts the NODELIST header; other headers are cut.
+				b.WriteString(pad(it.col.header, width(it), it.right, it.col.header != "NODELIST"))
+			}
 			b.WriteString(it.suffix)
 		}
 		b.WriteString("\n")
 	}
 	for _, e := range entries {
 		for _, it := range items {
-			b.WriteString(pad(it.col.value(e), width(it), it.right, true))
+			if it.col.value != nil {
+				b.WriteString(pad(it.col.value(e), width(it), it.right, true))
+			}
 			b.WriteString(it.suffix)
 		}
 		b.WriteString("\n")
@@ -250,30 +496,58 @@ func Sinfo(parts []api.Partition, nodes []api.Node, o SinfoOptions) string {
 	return b.String()
 }
 
-// buildSinfo groups nodes into lines the way sinfo's _build_sinfo_data does,
-// then sorts them (summary: partition order, then state descending; -N: node
-// name). Sorting is stable, so equal lines keep their build order.
-func buildSinfo(parts []api.Partition, nodes []api.Node, nodeCentric bool) []*sinfoEntry {
+// buildSinfo groups nodes into lines the way sinfo's _build_sinfo_data
+// does, then sorts them (summary: partition order, then state descending;
+// -N: node name). Sorting is stable, so equal lines keep their build order.
+func buildSinfo(parts []api.Partition, nodes []api.Node, items []sinfoItem, o SinfoOptions) []*sinfoEntry {
+	partKey := func(p api.Partition) string {
+		if o.ListReasons {
+			return "" // sinfo -R does not care about partitions
+		}
+		var k []string
+		for _, it := range items {
+			if it.col.partKey != nil {
+				k = append(k, it.col.partKey(p))
+			}
+		}
+		return strings.Join(k, "\x00")
+	}
+	nodeKey := func(n api.Node) string {
+		var k []string
+		for _, it := range items {
+			if it.col.nodeKey != nil {
+				k = append(k, it.col.nodeKey(n))
+			}
+		}
+		return strings.Join(k, "\x00")
+	}
+	// As sinfo does, every partition gets a line even without nodes when
+	// the partition is shown (state n/a); the first node of a partition
+	// fills that line.
+	hasPartCol := false
+	for _, it := range items {
+		if it.col.header == "PARTITION" {
+			hasPartCol = true
+		}
+	}
 	var entries []*sinfoEntry
-	if !nodeCentric {
+	if !o.NodeCentric && !o.ListReasons && hasPartCol {
 		for i, p := range parts {
 			entries = append(entries, &sinfoEntry{part: p, partIdx: i})
 		}
 	}
 	for i, p := range parts {
 		members := partitionMembers(p, nodes)
+		pk := partKey(p)
 		for _, n := range nodes {
 			if !members[n.Name] {
 				continue
 			}
-			st := effectiveNodeState(n, true)
+			key := pk + "\x01" + nodeKey(n)
 			var hit *sinfoEntry
-			if !nodeCentric {
+			if !o.NodeCentric {
 				for _, e := range entries {
-					if e.partIdx != i {
-						continue
-					}
-					if len(e.nodes) == 0 || e.state.name(false) == st.name(false) {
+					if (len(e.nodes) == 0 && e.partIdx == i) || (len(e.nodes) > 0 && e.key == key) {
 						hit = e
 						break
 					}
@@ -283,16 +557,15 @@ func buildSinfo(parts []api.Partition, nodes []api.Node, nodeCentric bool) []*si
 				hit = &sinfoEntry{part: p, partIdx: i}
 				entries = append(entries, hit)
 			}
-			if hasNode(hit.nodes, n.Name) {
-				continue
-			}
 			if len(hit.nodes) == 0 {
-				hit.state = st
+				hit.key, hit.state = key, effectiveNodeState(n, true)
 			}
-			hit.nodes = append(hit.nodes, n)
+			if !hasNode(hit.nodes, n.Name) {
+				hit.nodes = append(hit.nodes, n)
+			}
 		}
 	}
-	if nodeCentric {
+	if o.NodeCentric {
 		sort.SliceStable(entries, func(a, b int) bool {
 			return lessHost(entries[a].nodes[0].Name, entries[b].nodes[0].Name)
 		})
@@ -335,4 +608,94 @@ func partitionMembers(p api.Partition, nodes []api.Node) map[string]bool {
 		}
 	}
 	return m
+}
+
+// NodeStateMatches reports whether a node is in one of the states sinfo -t
+// names (case ignored): a base state (idle, alloc/allocated, mix/mixed,
+// down, unknown, future), a flag (drain, drained, draining, fail,
+// completing, maint, no_respond, power_down, reserved, ...) or their sinfo
+// spellings. It returns an error for a name sinfo does not know.
+func NodeStateMatches(n api.Node, states []string) (bool, error) {
+	st := effectiveNodeState(n, true)
+	for _, s := range states {
+		name := strings.ToLower(strings.TrimSpace(s))
+		if (name == "alloc" || name == "allocated") && n.AllocCPUs > 0 {
+			return true, nil // sinfo counts any node with allocated CPUs
+		}
+		ok, known := nodeStateIs(st, name)
+		if !known {
+			return false, fmt.Errorf("invalid node state %q", s)
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// NodeStateNames are the names sinfo -t accepts.
+var NodeStateNames = []string{
+	"alloc", "allocated", "comp", "completing", "down", "drain", "drained", "draining",
+	"fail", "failing", "future", "idle", "maint", "mix", "mixed", "no_respond",
+	"npc", "perfctrs", "planned", "power_down", "powering_down", "powered_down",
+	"powering_up", "reboot", "reboot_requested", "reboot_issued", "resv", "reserved",
+	"unk", "unknown", "cloud", "error",
+}
+
+func nodeStateIs(st nodeState, s string) (match, known bool) {
+	base := st.base()
+	busy := base == nodeBaseAllocated || base == nodeBaseMixed
+	switch s {
+	case "alloc", "allocated":
+		return base == nodeBaseAllocated, true
+	case "mix", "mixed":
+		return base == nodeBaseMixed, true
+	case "idle":
+		return base == nodeBaseIdle, true
+	case "down":
+		return base == nodeBaseDown, true
+	case "unk", "unknown":
+		return base == nodeBaseUnknown, true
+	case "future":
+		return base == nodeBaseFuture, true
+	case "drain":
+		return st.has(flagDrain), true
+	case "drained":
+		return st.has(flagDrain) && !busy && !st.has(flagCompleting), true
+	case "draining":
+		return st.has(flagDrain) && (busy || st.has(flagCompleting)), true
+	case "fail", "failing":
+		return st.has(flagFail), true
+	case "comp", "completing":
+		return st.has(flagCompleting), true
+	case "maint":
+		return st.has(flagMaint), true
+	case "no_respond":
+		return st.has(flagNoRespond), true
+	case "npc", "perfctrs":
+		return st.has(flagPerfCtrs), true
+	case "planned":
+		return st.has(flagPlanned), true
+	case "power_down":
+		return st.has(flagPowerDown), true
+	case "powering_down":
+		return st.has(flagPoweringDown), true
+	case "powered_down":
+		return st.has(flagPoweredDown), true
+	case "powering_up":
+		return st.has(flagPoweringUp), true
+	case "reboot":
+		return st.has(flagRebootReq) || st.has(flagRebootIssued), true
+	case "reboot_requested":
+		return st.has(flagRebootReq), true
+	case "reboot_issued":
+		return st.has(flagRebootIssued), true
+	case "cloud":
+		return st.has(flagCloud), true
+	case "error":
+		return false, true
+	case "resv", "reserved":
+		return st.has(flagReserved), true
+	}
+	return false, false
 }

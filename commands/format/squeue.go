@@ -3,7 +3,6 @@ package format
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -25,9 +24,25 @@ const LongSqueueFormat = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 // literal text printed after the field, or alone for plain text.
 type Field struct {
 	Letter byte
-	Width  int
-	Right  bool
-	Text   string
+	// Name is the -O/--Format field name ("jobid", "state"), for fields
+	// that come from a -O string; Letter is 0 then.
+	Name  string
+	Width int
+	Right bool
+	Text  string
+}
+
+// column returns the column a field prints, and whether it prints one.
+func (f Field) column() (squeueCol, bool) {
+	switch {
+	case f.Letter != 0:
+		c, ok := squeueCols[f.Letter]
+		return c, ok
+	case f.Name != "":
+		c, ok := squeueLongCols[strings.ToLower(f.Name)]
+		return c, ok
+	}
+	return squeueCol{}, false
 }
 
 // squeueCol describes one squeue field letter.
@@ -46,9 +61,9 @@ func constant(s string) func(api.Job, time.Time) (string, bool) {
 }
 
 var squeueCols = map[byte]squeueCol{
-	'a': {"ACCOUNT", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Account)) }},
+	'a': {"ACCOUNT", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(jobAccount(j))) }},
 	'A': {"JOBID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
-	'b': {"TRES_PER_NODE", true, constant("N/A")},
+	'b': {"TRES_PER_NODE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
 	'B': {"EXEC_HOST", true, func(j api.Job, _ time.Time) (string, bool) {
 		if j.BatchHost == "" {
 			return cut("n/a")
@@ -65,12 +80,12 @@ var squeueCols = map[byte]squeueCol{
 		}
 		return cut(dateOrNA(jobEndTime(j)))
 	}},
-	'E': {"DEPENDENCY", true, constant("(null)")},
-	'f': {"FEATURES", true, constant("(null)")},
+	'E': {"DEPENDENCY", true, func(j api.Job, _ time.Time) (string, bool) { return cut(dependencyString(j)) }},
+	'f': {"FEATURES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Constraint)) }},
 	'F': {"ARRAY_JOB_ID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
 	'g': {"GROUP", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobGroup(j)) }},
 	'G': {"GROUP", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.GID), 10)) }},
-	'h': {"OVER_SUBSCRIBE", true, constant("OK")},
+	'h': {"OVER_SUBSCRIBE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(overSubscribe(j)) }},
 	'H': {"SOCKETS_PER_NODE", true, constant("*")},
 	'i': {"JOBID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
 	'I': {"CORES_PER_SOCKET", true, constant("*")},
@@ -98,13 +113,10 @@ var squeueCols = map[byte]squeueCol{
 		return nocut(squeueSecs(left))
 	}},
 	'm': {"MIN_MEMORY", true, func(j api.Job, _ time.Time) (string, bool) {
-		if j.Spec.MemPerNodeMB > 0 {
-			return cut(convertMB(j.Spec.MemPerNodeMB))
-		}
-		return cut(convertMB(DefMemPerCPU))
+		return cut(convertMB(minMemKey(j)))
 	}},
 	'M': {"TIME", true, func(j api.Job, now time.Time) (string, bool) { return nocut(Elapsed(jobRunTime(j, now))) }},
-	'n': {"REQ_NODES", true, constant("")},
+	'n': {"REQ_NODES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(j.Spec.NodeList) }},
 	'N': {"NODELIST", false, func(j api.Job, _ time.Time) (string, bool) { return nocut(nodeList(j.NodeNames())) }},
 	'o': {"COMMAND", true, constant("(null)")},
 	'O': {"CONTIGUOUS", true, constant("0")},
@@ -112,7 +124,7 @@ var squeueCols = map[byte]squeueCol{
 		return cut(fmt.Sprintf("%16.14f", float64(BasicPriority(j))/float64(0xffffffff)))
 	}},
 	'P': {"PARTITION", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Partition)) }},
-	'q': {"QOS", true, constant("normal")},
+	'q': {"QOS", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobQOS(j)) }},
 	'Q': {"PRIORITY", true, func(j api.Job, _ time.Time) (string, bool) {
 		return cut(strconv.FormatUint(uint64(BasicPriority(j)), 10))
 	}},
@@ -125,7 +137,12 @@ var squeueCols = map[byte]squeueCol{
 		return nocut(nodeList(j.NodeNames()))
 	}},
 	's': {"", true, constant("")}, // select plugin data; cons_tres prints none
-	'S': {"START_TIME", true, func(j api.Job, _ time.Time) (string, bool) { return cut(dateOrNA(j.StartTime)) }},
+	'S': {"START_TIME", true, func(j api.Job, _ time.Time) (string, bool) {
+		if j.State == api.StatePending {
+			return cut(dateOrNA(expectedStart(j)))
+		}
+		return cut(dateOrNA(j.StartTime))
+	}},
 	't': {"ST", true, func(j api.Job, _ time.Time) (string, bool) { return cut(j.State.Short()) }},
 	'T': {"STATE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(string(j.State)) }},
 	'u': {"USER", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobUser(j)) }},
@@ -134,10 +151,15 @@ var squeueCols = map[byte]squeueCol{
 	'V': {"SUBMIT_TIME", true, func(j api.Job, _ time.Time) (string, bool) { return cut(dateOrNA(j.SubmitTime)) }},
 	'w': {"WCKEY", true, constant("(null)")},
 	'W': {"LICENSES", true, constant("(null)")},
-	'x': {"EXC_NODES", true, constant("")},
+	'x': {"EXC_NODES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(j.Spec.Exclude) }},
 	'X': {"CORE_SPEC", true, constant("N/A")},
 	'y': {"NICE", true, constant("0")},
-	'Y': {"SCHEDNODES", false, func(api.Job, time.Time) (string, bool) { return nocut("(null)") }},
+	'Y': {"SCHEDNODES", false, func(j api.Job, _ time.Time) (string, bool) {
+		if j.State == api.StatePending && len(j.SchedNodes) > 0 {
+			return nocut(nodeList(j.SchedNodes))
+		}
+		return nocut("(null)")
+	}},
 	'z': {"S:C:T", true, constant("*:*:*")},
 	'Z': {"WORK_DIR", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.WorkDir)) }},
 }
@@ -153,6 +175,12 @@ var squeueCols = map[byte]squeueCol{
 // bad field, "Invalid job format specification: X") is for the caller to
 // print as a warning. The fields are valid even when err is not nil.
 func ParseSqueueFormat(s string) ([]Field, error) {
+	return parsePercentFormat(s, func(c byte) bool { _, ok := squeueCols[c]; return ok }, "Invalid job format specification")
+}
+
+// parsePercentFormat parses a "%[.]width letter" format; valid says which
+// letters exist and what names the error for the others.
+func parsePercentFormat(s string, valid func(byte) bool, what string) ([]Field, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -190,13 +218,13 @@ func ParseSqueueFormat(s string) ([]Field, error) {
 		}
 		if i >= len(tok) {
 			fields = append(fields, Field{Text: "%" + tok})
-			errs = append(errs, errors.New("Invalid job format specification: "))
+			errs = append(errs, errors.New(what+": "))
 			continue
 		}
 		letter := tok[i]
-		if _, ok := squeueCols[letter]; !ok {
+		if !valid(letter) {
 			fields = append(fields, Field{Text: "%" + tok})
-			errs = append(errs, fmt.Errorf("Invalid job format specification: %c", letter))
+			errs = append(errs, fmt.Errorf("%s: %c", what, letter))
 			continue
 		}
 		f.Letter = letter
@@ -211,6 +239,13 @@ type SqueueOptions struct {
 	// Format is the -o string; empty means DefaultSqueueFormat, or
 	// LongSqueueFormat with Long.
 	Format string
+	// LongFormat is the -O/--Format string ("jobid:.10,name:20,state"),
+	// used when Format is empty.
+	LongFormat string
+	// Sort is the -S string ("P,t,-p" when empty); see SortJobsBy. Invalid
+	// letters are ignored here; callers check the string with
+	// CheckSqueueSort first.
+	Sort string
 	// Long is -l: a date line ("Mon Nov 30 04:59:33 2026") before the
 	// header, and the long default format.
 	Long bool
@@ -222,22 +257,24 @@ type SqueueOptions struct {
 // the time the listing is made: it drives the TIME column and the -l date
 // line. Unknown letters in o.Format print literally (see ParseSqueueFormat).
 func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
-	format := o.Format
-	if format == "" {
-		format = DefaultSqueueFormat
-		if o.Long {
-			format = LongSqueueFormat
-		}
+	var fields []Field
+	switch {
+	case o.Format != "":
+		fields, _ = ParseSqueueFormat(o.Format)
+	case o.LongFormat != "":
+		fields, _ = ParseSqueueLongFormat(o.LongFormat)
+	case o.Long:
+		fields, _ = ParseSqueueFormat(LongSqueueFormat)
+	default:
+		fields, _ = ParseSqueueFormat(DefaultSqueueFormat)
 	}
-	fields, _ := ParseSqueueFormat(format)
 	var b strings.Builder
 	if !o.NoHeader {
 		if o.Long {
 			b.WriteString(CTime(now) + "\n")
 		}
 		for _, f := range fields {
-			if f.Letter != 0 {
-				c := squeueCols[f.Letter]
+			if c, ok := f.column(); ok {
 				b.WriteString(pad(c.header, f.Width, f.Right, c.cutHeader))
 			}
 			b.WriteString(f.Text)
@@ -245,12 +282,12 @@ func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
 		b.WriteString("\n")
 	}
 	sorted := append([]api.Job(nil), jobs...)
-	SortJobs(sorted)
+	SortJobsBy(sorted, o.Sort, now)
 	for _, j := range sorted {
 		for _, f := range fields {
-			if f.Letter != 0 {
-				v, c := squeueCols[f.Letter].value(j, now)
-				b.WriteString(pad(v, f.Width, f.Right, c))
+			if c, ok := f.column(); ok {
+				v, cut := c.value(j, now)
+				b.WriteString(pad(v, f.Width, f.Right, cut))
 			}
 			b.WriteString(f.Text)
 		}
@@ -270,21 +307,4 @@ func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
 //     keep that order among equals), then job id, ascending.
 //
 // This reproduces the reference listings 30 and 72 exactly.
-func SortJobs(jobs []api.Job) {
-	sort.SliceStable(jobs, func(a, b int) bool {
-		x, y := jobs[a], jobs[b]
-		if x.Spec.Partition != y.Spec.Partition {
-			return x.Spec.Partition < y.Spec.Partition
-		}
-		if sx, sy := x.State.Short(), y.State.Short(); sx != sy {
-			return sx < sy
-		}
-		if px, py := BasicPriority(x), BasicPriority(y); px != py {
-			return px > py
-		}
-		if !x.StartTime.Equal(y.StartTime) {
-			return x.StartTime.After(y.StartTime)
-		}
-		return x.ID < y.ID
-	})
-}
+func SortJobs(jobs []api.Job) { SortJobsBy(jobs, "", time.Time{}) }

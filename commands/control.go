@@ -1,0 +1,719 @@
+package commands
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+	"hpc/cluster/hostlist"
+	"hpc/cluster/jobspec"
+	"hpc/commands/format"
+)
+
+var scontrolOpts = opts(
+	"all,a", "cluster,M,:", "clusters,M,:", "details,d", "federation", "future,F", "help,h",
+	"hide", "local", "oneliner,o", "quiet,Q", "sibling", "uid,u,:", "usage,,,h", "verbose,v", "version,V",
+)
+
+// scontrol is one scontrol session: its flags and its exit status.
+type scontrol struct {
+	e        *Env
+	prog     string
+	oneLiner bool
+	quiet    bool
+	status   int
+	quitting bool
+}
+
+// scontrolMain is scontrol.
+func scontrolMain(e *Env, prog string, args []string) int {
+	s := &scontrol{e: e, prog: prog}
+	rest, code, done := parseOpts(e, prog, scontrolOpts, args, func(o *jobspec.Opt, val string, _ bool) error {
+		switch o.ID() {
+		case "a", "d", "federation", "F", "hide", "local", "sibling", "v":
+		case "M":
+			e.errorf(prog, "hpc runs one cluster: -M/--clusters is not supported")
+			return quit{1}
+		case "h":
+			io.WriteString(e.Stdout, scontrolHelp)
+			return quit{0}
+		case "o":
+			s.oneLiner = true
+		case "Q":
+			s.quiet = true
+		case "u":
+			e.errorf(prog, "--uid is not supported by hpc: requests are made as the caller")
+			return quit{1}
+		case "V":
+			fmt.Fprintln(e.Stdout, slurmVersion)
+			return quit{0}
+		}
+		return nil
+	})
+	if done {
+		return code
+	}
+	if len(rest) > 0 {
+		s.command(rest)
+		return s.status
+	}
+	// No command: read commands from stdin, as scontrol's prompt does.
+	in := bufio.NewScanner(e.Stdin)
+	for !s.quitting {
+		fmt.Fprint(e.Stdout, "scontrol: ")
+		if !in.Scan() {
+			fmt.Fprintln(e.Stdout)
+			break
+		}
+		if words := splitCommandLine(in.Text()); len(words) > 0 {
+			s.command(words)
+		}
+	}
+	return s.status
+}
+
+// keyword reports whether tag names word: a prefix of it at least min long
+// (case ignored), as scontrol matches its keywords.
+func keyword(tag, word string, min int) bool {
+	return len(tag) >= min && len(tag) <= len(word) && strings.EqualFold(tag, word[:len(tag)])
+}
+
+func (s *scontrol) fail(format string, a ...any) {
+	s.status = 1
+	fmt.Fprintf(s.e.Stderr, format, a...)
+}
+
+// command runs one scontrol command.
+func (s *scontrol) command(argv []string) {
+	tag := argv[0]
+	switch {
+	case keyword(tag, "show", 3):
+		s.show(argv)
+	case keyword(tag, "ping", 3):
+		if len(argv) > 1 {
+			s.fail("too many arguments for keyword:%s\n", tag)
+			return
+		}
+		s.ping()
+	case keyword(tag, "oneliner", 1):
+		s.oneLiner = true
+	case keyword(tag, "quiet", 4):
+		s.quiet = true
+	case keyword(tag, "quit", 4), keyword(tag, "exit", 4):
+		s.quitting = true
+	case keyword(tag, "help", 2):
+		io.WriteString(s.e.Stdout, scontrolHelp)
+	case keyword(tag, "version", 4):
+		fmt.Fprintln(s.e.Stdout, slurmVersion)
+	case strings.EqualFold(tag, "hold"), strings.EqualFold(tag, "holdu"), strings.EqualFold(tag, "uhold"),
+		keyword(tag, "release", 3):
+		s.jobControl(argv, holdAction(tag))
+	case keyword(tag, "requeue", 3) && !keyword(tag, "requeuehold", 8):
+		s.jobControl(argv, "requeue")
+	case keyword(tag, "update", 1), keyword(tag, "requeuehold", 8), keyword(tag, "takeover", 2), keyword(tag, "suspend", 2), keyword(tag, "resume", 3),
+		keyword(tag, "top", 3), keyword(tag, "notify", 1), keyword(tag, "reconfigure", 3),
+		keyword(tag, "shutdown", 8), keyword(tag, "create", 2), keyword(tag, "delete", 3),
+		keyword(tag, "reboot", 3), keyword(tag, "wait_job", 2):
+		s.fail("%s: error: %s: the controller does not support this command yet\n", s.prog, strings.ToLower(tag))
+	default:
+		s.fail("invalid keyword: %s\n", tag)
+	}
+}
+
+func holdAction(tag string) string {
+	switch strings.ToLower(tag) {
+	case "hold":
+		return "hold"
+	case "holdu", "uhold":
+		return "uhold"
+	}
+	return "release"
+}
+
+// jobControl is scontrol hold, uhold, release and requeue: each argument
+// is a job id list ("12,13", "JobId=12") or, for holds and releases, the
+// user's jobs of a name ("Name=x", "JobName=x").
+func (s *scontrol) jobControl(argv []string, action string) {
+	if len(argv) < 2 {
+		if !s.quiet {
+			s.fail("too few arguments for keyword:%s\n", argv[0])
+		}
+		s.status = 1
+		return
+	}
+	cl, ctx, cancel, err := connect(s.e)
+	if err != nil {
+		s.loadErr("slurm_load_jobs error", err)
+		return
+	}
+	defer cancel()
+	var jobs []api.Job // loaded for Name= arguments
+	for _, arg := range argv[1:] {
+		for _, prefix := range []string{"JobID=", "Job="} {
+			if len(arg) >= len(prefix) && strings.EqualFold(arg[:len(prefix)], prefix) {
+				arg = arg[len(prefix):]
+			}
+		}
+		var ids []uint64
+		if name, ok := nameArg(arg); ok && action != "requeue" {
+			if jobs == nil {
+				if jobs, err = cl.Jobs(ctx); err != nil {
+					s.loadErr("slurm_load_jobs error", err)
+					return
+				}
+			}
+			for _, j := range jobs {
+				if j.Spec.Name == name && int(j.UID) == s.e.UID && !j.State.Final() {
+					ids = append(ids, j.ID)
+				}
+			}
+			if len(ids) == 0 {
+				s.status = 1
+				continue
+			}
+		} else {
+			parsed, err := parseJobList(arg)
+			if err != nil || len(parsed) == 0 {
+				s.failJob(action, api.ErrInvalidJobID, arg)
+				continue
+			}
+			ids = parsed
+		}
+		results, err := cl.JobControl(ctx, api.JobControlRequest{JobIDs: ids, Action: action})
+		if err != nil {
+			_, msg := errText(err)
+			for _, id := range ids {
+				s.failJob(action, msg, strconv.FormatUint(id, 10))
+			}
+			continue
+		}
+		for _, r := range results {
+			if r.Error != "" {
+				s.failJob(action, r.Error, strconv.FormatUint(r.JobID, 10))
+			}
+		}
+	}
+}
+
+func nameArg(arg string) (string, bool) {
+	for _, prefix := range []string{"Name=", "JobName="} {
+		if len(arg) >= len(prefix) && strings.EqualFold(arg[:len(prefix)], prefix) {
+			return arg[len(prefix):], true
+		}
+	}
+	return "", false
+}
+
+// failJob prints a hold/release/requeue error as scontrol does: the error
+// for the job, and for holds and releases slurm_perror's line after it.
+func (s *scontrol) failJob(action, msg, job string) {
+	s.status = 1
+	if s.quiet {
+		return
+	}
+	fmt.Fprintf(s.e.Stderr, "%s for job %s\n", msg, job)
+	if action != "requeue" {
+		fmt.Fprintf(s.e.Stderr, "slurm_suspend error: %s\n", msg)
+	}
+}
+
+// show is scontrol show ENTITY [ID].
+func (s *scontrol) show(argv []string) {
+	if len(argv) < 2 {
+		if !s.quiet {
+			s.fail("too few arguments for keyword:%s\n", argv[0])
+		}
+		s.status = 1
+		return
+	}
+	if len(argv) > 3 {
+		if !s.quiet {
+			s.fail("too many arguments for keyword:%s\n", argv[0])
+		}
+		s.status = 1
+		return
+	}
+	tag, val, hasVal := strings.Cut(argv[1], "=")
+	if !hasVal && len(argv) == 3 {
+		val, hasVal = argv[2], true
+	}
+	switch {
+	case keyword(tag, "config", 1):
+		s.showConfig()
+	case keyword(tag, "hostnames", 5):
+		if !hasVal {
+			val = s.e.Getenv("SLURM_NODELIST")
+			if val == "" {
+				s.e.errorf(s.prog, "host list is empty")
+				return
+			}
+		}
+		names, err := hostlist.Expand(val)
+		if err != nil {
+			fmt.Fprintf(s.e.Stderr, "Invalid hostlist: %s\n", val)
+			return
+		}
+		for _, n := range names {
+			fmt.Fprintln(s.e.Stdout, n)
+		}
+	case keyword(tag, "hostlist", 5), keyword(tag, "hostlistsorted", 9):
+		if !hasVal {
+			s.fail("invalid encode argument\n")
+			io.WriteString(s.e.Stdout, scontrolHelp)
+			return
+		}
+		s.encodeHostlist(val, keyword(tag, "hostlistsorted", 9))
+	case keyword(tag, "jobs", 1), keyword(tag, "jobid", 1):
+		s.showJobs(val, hasVal)
+	case keyword(tag, "nodes", 1):
+		s.showNodes(val, hasVal)
+	case keyword(tag, "partitions", 2), keyword(tag, "partitionname", 2):
+		s.showPartitions(val, hasVal)
+	default:
+		if !s.quiet {
+			s.fail("invalid entity:%s for keyword:%s \n", tag, argv[0])
+		}
+		s.status = 1
+	}
+}
+
+// loadErr reports a failed request as scontrol's slurm_perror does.
+func (s *scontrol) loadErr(what string, err error) {
+	s.status = 1
+	if !s.quiet {
+		_, msg := errText(err)
+		fmt.Fprintf(s.e.Stderr, "%s: %s\n", what, msg)
+	}
+}
+
+func (s *scontrol) showJobs(val string, hasVal bool) {
+	var id uint64
+	task := ""
+	if hasVal {
+		for _, c := range val {
+			if (c < '0' || c > '9') && c != '_' && c != '+' {
+				s.loadErr("scontrol_print_job error", &api.Error{Message: api.ErrInvalidJobID})
+				return
+			}
+		}
+		digits := leadingDigits(val)
+		id, _ = strconv.ParseUint(digits, 10, 64)
+		task = strings.TrimPrefix(val[len(digits):], "_")
+	}
+	cl, ctx, cancel, err := connect(s.e)
+	var jobs []api.Job
+	if err == nil {
+		defer cancel()
+		jobs, err = cl.Jobs(ctx)
+	}
+	if err != nil {
+		s.loadErr("slurm_load_jobs error", err)
+		return
+	}
+	if hasVal && !hasJob(jobs, id) {
+		s.loadErr("slurm_load_jobs error", &api.Error{Message: api.ErrInvalidJobID})
+		return
+	}
+	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
+	now := s.e.Now()
+	printed := 0
+	for _, j := range jobs {
+		if hasVal && (j.ID != id || task != "") {
+			// hpc has no array tasks or heterogeneous components yet.
+			continue
+		}
+		fmt.Fprint(s.e.Stdout, format.ShowJob(j, now, s.oneLiner))
+		printed++
+	}
+	if printed == 0 && !s.quiet {
+		if hasVal {
+			s.status = 1
+			fmt.Fprintf(s.e.Stdout, "Job %s not found\n", val)
+		} else {
+			fmt.Fprintln(s.e.Stdout, "No jobs in the system")
+		}
+	} else if printed == 0 && hasVal {
+		s.status = 1
+	}
+}
+
+func (s *scontrol) loadNodes() (*api.NodesResponse, bool) {
+	cl, ctx, cancel, err := connect(s.e)
+	var resp *api.NodesResponse
+	if err == nil {
+		defer cancel()
+		resp, err = cl.Nodes(ctx)
+	}
+	if err != nil {
+		s.loadErr("slurm_load_node error", err)
+		return nil, false
+	}
+	return resp, true
+}
+
+func (s *scontrol) showNodes(val string, hasVal bool) {
+	resp, ok := s.loadNodes()
+	if !ok {
+		return
+	}
+	if !hasVal {
+		for _, n := range resp.Nodes {
+			fmt.Fprint(s.e.Stdout, format.ShowNode(n, s.oneLiner))
+		}
+		if len(resp.Nodes) == 0 && !s.quiet {
+			fmt.Fprintln(s.e.Stdout, "No nodes in the system")
+		}
+		return
+	}
+	names, err := hostlist.Expand(val)
+	if err != nil {
+		names = []string{val}
+	}
+	for _, name := range names {
+		found := false
+		for _, n := range resp.Nodes {
+			if n.Name == name {
+				fmt.Fprint(s.e.Stdout, format.ShowNode(n, s.oneLiner))
+				found = true
+				break
+			}
+		}
+		if !found {
+			s.status = 1
+			if !s.quiet {
+				fmt.Fprintf(s.e.Stdout, "Node %s not found\n", name)
+			}
+		}
+	}
+}
+
+func (s *scontrol) showPartitions(val string, hasVal bool) {
+	resp, ok := s.loadNodes()
+	if !ok {
+		return
+	}
+	printed := 0
+	for _, p := range resp.Partitions {
+		if hasVal && p.Name != val {
+			continue
+		}
+		fmt.Fprint(s.e.Stdout, format.ShowPartition(p, resp.Nodes, s.oneLiner))
+		printed++
+	}
+	if printed == 0 {
+		if hasVal {
+			s.status = 1
+			if !s.quiet {
+				fmt.Fprintf(s.e.Stdout, "Partition %s not found\n", val)
+			}
+		} else if !s.quiet {
+			fmt.Fprintln(s.e.Stdout, "No partitions in the system")
+		}
+	}
+}
+
+// encodeHostlist is scontrol show hostlist[sorted]: names (or a file of
+// them, when the argument starts with '/') folded into a hostlist.
+func (s *scontrol) encodeHostlist(val string, sorted bool) {
+	list := val
+	if strings.HasPrefix(val, "/") {
+		b, err := os.ReadFile(val)
+		if err != nil {
+			s.fail("Can not open %s\n", val)
+			return
+		}
+		list = strings.Join(strings.Fields(strings.ReplaceAll(string(b), ",", " ")), ",")
+	}
+	names, err := hostlist.Expand(list)
+	if err != nil {
+		s.fail("Invalid hostlist: %s\n", list)
+		return
+	}
+	if sorted {
+		sort.SliceStable(names, func(a, b int) bool { return lessHostName(names[a], names[b]) })
+	}
+	fmt.Fprintln(s.e.Stdout, hostlist.Compress(names))
+}
+
+// lessHostName orders host names by prefix, then numeric suffix.
+func lessHostName(a, b string) bool {
+	pa, na := splitNumber(a)
+	pb, nb := splitNumber(b)
+	if pa != pb {
+		return pa < pb
+	}
+	x, errA := strconv.ParseUint(na, 10, 64)
+	y, errB := strconv.ParseUint(nb, 10, 64)
+	if errA == nil && errB == nil && x != y {
+		return x < y
+	}
+	return na < nb
+}
+
+func splitNumber(s string) (string, string) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	return s[:i], s[i:]
+}
+
+// controllers lists the SlurmctldHost nodes in configuration order and
+// whether gossip sees each alive.
+func (s *scontrol) controllers(cfg *config.Config) ([]format.Controller, bool) {
+	cl, ctx, cancel, err := connect(s.e)
+	var st *api.Status
+	if err == nil {
+		defer cancel()
+		st, err = cl.Status(ctx)
+	}
+	if err != nil {
+		var ctls []format.Controller
+		for _, h := range cfg.ControlHosts {
+			ctls = append(ctls, format.Controller{Name: h.Name})
+		}
+		return ctls, false
+	}
+	alive := map[string]bool{}
+	for _, m := range st.Members {
+		if m.State == "alive" {
+			alive[m.Name] = true
+		}
+	}
+	names := st.Voters
+	if cfg != nil && len(cfg.ControlHosts) > 0 {
+		names = nil
+		for _, h := range cfg.ControlHosts {
+			names = append(names, h.Name)
+		}
+	}
+	var ctls []format.Controller
+	for _, n := range names {
+		ctls = append(ctls, format.Controller{Name: n, Up: alive[n]})
+	}
+	return ctls, true
+}
+
+func (s *scontrol) loadConfig() (*config.Config, error) {
+	cl, ctx, cancel, err := connect(s.e)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	var cfg config.Config
+	if err := cl.Config(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// ping is scontrol ping.
+func (s *scontrol) ping() {
+	cfg, err := s.loadConfig()
+	if err != nil {
+		s.loadErr("slurm_load_ctl_conf error", err)
+		return
+	}
+	ctls, _ := s.controllers(cfg)
+	fmt.Fprint(s.e.Stdout, format.PingLines(ctls, s.e.UID == 0))
+	s.status = 1
+	for _, c := range ctls {
+		if c.Up {
+			s.status = 0
+		}
+	}
+}
+
+// showConfig is scontrol show config.
+func (s *scontrol) showConfig() {
+	cfg, err := s.loadConfig()
+	if err != nil {
+		s.loadErr("slurm_load_ctl_conf error", err)
+		return
+	}
+	fmt.Fprint(s.e.Stdout, format.ShowConfig(configItems(cfg), s.e.Now()))
+	ctls, _ := s.controllers(cfg)
+	fmt.Fprint(s.e.Stdout, format.PingLines(ctls, s.e.UID == 0))
+}
+
+// configKeys spells slurm.conf keys as scontrol show config prints them;
+// the file may spell them in any case.
+var configKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range strings.Fields(`AccountingStorageBackupHost AccountingStorageEnforce
+		AccountingStorageHost AccountingStorageExternalHost AccountingStorageParameters AccountingStoragePort
+		AccountingStorageTRES AccountingStorageType AccountingStorageUser AccountingStoreFlags
+		AcctGatherEnergyType AcctGatherFilesystemType AcctGatherInterconnectType AcctGatherNodeFreq
+		AcctGatherProfileType AllowSpecResourcesUsage AuthAltTypes AuthAltParameters AuthInfo AuthType
+		BatchStartTimeout BcastExclude BcastParameters BurstBufferType CliFilterPlugins ClusterName
+		CommunicationParameters CompleteWait CoreSpecPlugin CpuFreqDef CpuFreqGovernors CredType DebugFlags
+		DefMemPerCPU DefMemPerNode DependencyParameters DisableRootJobs EioTimeout EnforcePartLimits Epilog
+		EpilogMsgTime EpilogSlurmctld ExtSensorsType ExtSensorsFreq FederationParameters FirstJobId
+		GetEnvTimeout GresTypes GpuFreqDef GroupUpdateForce GroupUpdateTime HealthCheckInterval
+		HealthCheckNodeState HealthCheckProgram InactiveLimit InteractiveStepOptions JobAcctGatherFrequency
+		JobAcctGatherType JobAcctGatherParams JobCompHost JobCompLoc JobCompPort JobCompType JobCompUser
+		JobContainerType JobCredentialPrivateKey JobCredentialPublicCertificate JobDefaults JobFileAppend
+		JobRequeue JobSubmitPlugins KillOnBadExit KillWait LaunchParameters LaunchType Licenses LogTimeFormat
+		MailDomain MailProg MaxArraySize MaxDBDMsgs MaxJobCount MaxJobId MaxMemPerCPU MaxMemPerNode
+		MaxNodeCount MaxStepCount MaxTasksPerNode MCSPlugin MCSParameters MessageTimeout MinJobAge MpiDefault
+		MpiParams NodeFeaturesPlugins OverTimeLimit PluginDir PlugStackConfig PowerParameters PowerPlugin
+		PreemptMode PreemptType PreemptExemptTime PrEpParameters PrEpPlugins PriorityParameters
+		PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType PrivateData ProctrackType Prolog
+		PrologEpilogTimeout PrologSlurmctld PrologFlags PropagatePrioProcess PropagateResourceLimits
+		PropagateResourceLimitsExcept RebootProgram ReconfigFlags RequeueExit RequeueExitHold
+		ResumeFailProgram ResumeProgram ResumeRate ResumeTimeout ResvEpilog ResvOverRun ResvProlog
+		ReturnToService RoutePlugin SchedulerParameters SchedulerTimeSlice SchedulerType ScronParameters
+		SelectType SelectTypeParameters SlurmUser SlurmctldAddr SlurmctldDebug SlurmctldLogFile
+		SlurmctldPort SlurmctldSyslogDebug SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg SlurmctldTimeout
+		SlurmctldParameters SlurmdDebug SlurmdLogFile SlurmdParameters SlurmdPidFile SlurmdPort
+		SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmdUser SlurmSchedLogFile SlurmSchedLogLevel
+		SlurmctldPidFile SlurmctldPlugstack SrunEpilog SrunPortRange SrunProlog StateSaveLocation
+		SuspendExcNodes SuspendExcParts SuspendProgram SuspendRate SuspendTime SuspendTimeout
+		SwitchParameters SwitchType TaskEpilog TaskPlugin TaskPluginParam TaskProlog TCPTimeout TmpFS
+		TopologyParam TopologyPlugin TrackWCKey TreeWidth UsePam UnkillableStepProgram UnkillableStepTimeout
+		VSizeFactor WaitTime X11Parameters`) {
+		m[strings.ToLower(k)] = k
+	}
+	return m
+}()
+
+// configUnits are the keys scontrol prints with a unit after the number.
+var configUnits = map[string]string{
+	"AcctGatherNodeFreq": "sec", "BatchStartTimeout": "sec", "CompleteWait": "sec", "EpilogMsgTime": "usec",
+	"ExtSensorsFreq": "sec", "GetEnvTimeout": "sec", "GroupUpdateTime": "sec", "HealthCheckInterval": "sec",
+	"InactiveLimit": "sec", "KillWait": "sec", "MessageTimeout": "sec", "MinJobAge": "sec",
+	"OverTimeLimit": "min", "ResumeRate": "nodes/min", "ResumeTimeout": "sec", "ResvOverRun": "min",
+	"SchedulerTimeSlice": "sec", "SlurmctldTimeout": "sec", "SlurmdTimeout": "sec", "SuspendRate": "nodes/min",
+	"SuspendTimeout": "sec", "TCPTimeout": "sec", "UnkillableStepTimeout": "sec", "VSizeFactor": "percent",
+	"WaitTime": "sec",
+}
+
+// configItems lists the keys hpc knows, sorted as scontrol sorts them
+// (ignoring case): the ones it interprets, the others as written in
+// slurm.conf, and hpc's own ports.
+func configItems(cfg *config.Config) []format.ConfigItem {
+	vals := map[string]string{}
+	for k, v := range cfg.Raw {
+		name := k
+		if c, ok := configKeys[strings.ToLower(k)]; ok {
+			name = c
+		}
+		if u, ok := configUnits[name]; ok && v != "" && strings.Trim(v, "0123456789") == "" {
+			v += " " + u
+		}
+		if name == "SelectTypeParameters" {
+			v = strings.ToUpper(v)
+		}
+		vals[name] = v
+	}
+	vals["ClusterName"] = cfg.ClusterName
+	if cfg.DefMemPerCPU > 0 {
+		vals["DefMemPerCPU"] = strconv.FormatInt(cfg.DefMemPerCPU, 10)
+	} else {
+		vals["DefMemPerNode"] = "UNLIMITED"
+	}
+	vals["EnforcePartLimits"] = cfg.EnforcePartLimits
+	vals["KillWait"] = strconv.Itoa(cfg.KillWait) + " sec"
+	vals["MaxNodeCount"] = strconv.Itoa(len(cfg.Nodes))
+	vals["HpcApiPort"] = strconv.Itoa(cfg.APIPort)
+	vals["HpcRaftPort"] = strconv.Itoa(cfg.RaftPort)
+	vals["HpcGossipPort"] = strconv.Itoa(cfg.GossipPort)
+	vals["SLURM_VERSION"] = format.SlurmVersion
+	for i, h := range cfg.ControlHosts {
+		vals[fmt.Sprintf("SlurmctldHost[%d]", i)] = h.Name + "(" + h.Addr + ")"
+	}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		x, y := strings.ToLower(keys[a]), strings.ToLower(keys[b])
+		if x != y {
+			return x < y
+		}
+		return keys[a] < keys[b]
+	})
+	items := make([]format.ConfigItem, len(keys))
+	for i, k := range keys {
+		items[i] = format.ConfigItem{Key: k, Value: vals[k]}
+	}
+	return items
+}
+
+// splitCommandLine splits an interactive scontrol line into words;
+// quotes group words.
+func splitCommandLine(line string) []string {
+	var words []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '"' || c == '\'':
+			quote, in = c, true
+		case c == ' ' || c == '\t':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
+    Valid <OPTION> values are:
+     -a or --all: equivalent to "all" command
+     -d or --details: equivalent to "details" command
+     -h or --help: equivalent to "help" command
+     -o or --oneliner: equivalent to "oneliner" command
+     -Q or --quiet: equivalent to "quiet" command
+     -V or --version: equivalent to "version" command
+
+  <keyword> may be omitted from the execute line and scontrol will execute
+  in interactive mode. It will process commands as entered until explicitly
+  terminated.
+
+    Valid <COMMAND> values are:
+     exit                     terminate scontrol
+     help                     print this description of use.
+     oneliner                 report output one record per line.
+     hold <job_list>          prevent specified job from starting.
+     ping                     print status of slurmctld daemons.
+     quiet                    print no messages other than error messages.
+     quit                     terminate this command.
+     release <job_list>       permit specified job to start (see hold).
+     requeue <job_id>         re-queue a batch job.
+     show <ENTITY> [<ID>]     display state of identified entity, default
+                              is all records.
+     uhold <job_list>         place user hold on specified job (see hold).
+     version                  display tool version number.
+
+  <ENTITY> may be "config", "hostnames", "hostlist", "hostlistsorted",
+       "job", "node" or "partition".
+
+  <ID> may be a configuration parameter name, job id, node name or
+       partition name; for hostnames and hostlist, a node list
+       ("node[1-4]", or a file name starting with '/' for hostlist).
+
+  update and takeover are not supported by hpc yet.
+`

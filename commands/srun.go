@@ -1,0 +1,629 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"hpc/cluster/api"
+	"hpc/cluster/jobspec"
+)
+
+// srun and salloc. srun inside a job (SLURM_JOB_ID set, or --jobid) runs a
+// step of that job across its allocation; outside one it first makes an
+// allocation (a job whose batch step only holds it), runs the step in it
+// and releases it, the job ending with the step's exit code. salloc makes
+// such an allocation and runs a shell (or a command) here, with the
+// allocation's SLURM_* variables, until it exits.
+
+// runOpts is a parsed srun or salloc command line.
+type runOpts struct {
+	alloc   []string // the allocation options, as sbatch takes them
+	spec    api.JobSpec
+	set     map[string]bool // options given, by sbatch's long name
+	label   bool
+	export  string
+	jobID   uint64
+	quiet   bool
+	argv    []string
+	help    bool
+	version bool
+}
+
+// allocOptions are the options of srun and salloc that shape an allocation
+// (and, for srun, its step); jobspec checks them as sbatch does.
+var allocOptions = []jobspec.Opt{
+	{Long: "nodes", Short: 'N', Arg: jobspec.RequiredArg},
+	{Long: "ntasks", Short: 'n', Arg: jobspec.RequiredArg},
+	{Long: "ntasks-per-node", Arg: jobspec.RequiredArg},
+	{Long: "cpus-per-task", Short: 'c', Arg: jobspec.RequiredArg},
+	{Long: "nodelist", Short: 'w', Arg: jobspec.RequiredArg},
+	{Long: "exclude", Short: 'x', Arg: jobspec.RequiredArg},
+	{Long: "job-name", Short: 'J', Arg: jobspec.RequiredArg},
+	{Long: "chdir", Short: 'D', Arg: jobspec.RequiredArg},
+	{Long: "partition", Short: 'p', Arg: jobspec.RequiredArg},
+	{Long: "time", Short: 't', Arg: jobspec.RequiredArg},
+	{Long: "mem", Arg: jobspec.RequiredArg},
+	{Long: "mem-per-cpu", Arg: jobspec.RequiredArg},
+	{Long: "account", Short: 'A', Arg: jobspec.RequiredArg},
+	{Long: "qos", Short: 'q', Arg: jobspec.RequiredArg},
+	{Long: "gres", Arg: jobspec.RequiredArg},
+	{Long: "gpus", Short: 'G', Arg: jobspec.RequiredArg},
+	{Long: "constraint", Short: 'C', Arg: jobspec.RequiredArg},
+	{Long: "exclusive", Arg: jobspec.OptionalArg},
+}
+
+// runOnlyOptions are srun's and salloc's own options.
+var runOnlyOptions = []jobspec.Opt{
+	{Long: "label", Short: 'l', Arg: jobspec.NoArg},
+	{Long: "export", Arg: jobspec.RequiredArg},
+	{Long: "jobid", Arg: jobspec.RequiredArg},
+	{Long: "quiet", Short: 'Q', Arg: jobspec.NoArg},
+	{Long: "verbose", Short: 'v', Arg: jobspec.NoArg},
+	{Long: "unbuffered", Short: 'u', Arg: jobspec.NoArg},
+	{Long: "disable-status", Short: 'X', Arg: jobspec.NoArg},
+	{Long: "kill-on-bad-exit", Short: 'K', Arg: jobspec.OptionalArg},
+	{Long: "overlap", Arg: jobspec.NoArg},
+	{Long: "mpi", Arg: jobspec.RequiredArg},
+	{Long: "pty", Arg: jobspec.NoArg},
+	{Long: "multi-prog", Arg: jobspec.NoArg},
+	{Long: "output", Short: 'o', Arg: jobspec.RequiredArg},
+	{Long: "error", Short: 'e', Arg: jobspec.RequiredArg},
+	{Long: "input", Short: 'i', Arg: jobspec.RequiredArg},
+	{Long: "help", Short: 'h', Arg: jobspec.NoArg},
+	{Long: "usage", Arg: jobspec.NoArg},
+	{Long: "version", Short: 'V', Arg: jobspec.NoArg},
+}
+
+// unsupported are options hpc's srun accepts but cannot honour yet.
+var unsupported = map[string]bool{"pty": true, "multi-prog": true, "output": true, "error": true, "input": true}
+
+// parseRun parses srun's or salloc's arguments; done reports that the
+// command is over (help, or an error already printed) with status code.
+func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bool) {
+	o = &runOpts{}
+	isAlloc := map[string]bool{}
+	g := &jobspec.Getopt{}
+	for _, opt := range allocOptions {
+		isAlloc[opt.Long] = true
+		g.Opts = append(g.Opts, opt)
+	}
+	g.Opts = append(g.Opts, runOnlyOptions...)
+	rest, err := g.Parse(args, func(opt *jobspec.Opt, val string, has bool) error {
+		if isAlloc[opt.Long] {
+			w := "--" + opt.Long
+			if has {
+				w += "=" + val
+			}
+			o.alloc = append(o.alloc, w)
+			return nil
+		}
+		switch opt.Long {
+		case "label":
+			o.label = true
+		case "export":
+			o.export = val
+		case "jobid":
+			id, err := strconv.ParseUint(val, 10, 64)
+			if err != nil || id == 0 {
+				return &jobspec.UsageError{Msg: fmt.Sprintf("Invalid job id %s", val), Code: 1}
+			}
+			o.jobID = id
+		case "quiet":
+			o.quiet = true
+		case "help", "usage":
+			o.help = true
+		case "version":
+			o.version = true
+		default:
+			if unsupported[opt.Long] {
+				return &jobspec.UsageError{Msg: fmt.Sprintf("--%s is not supported by hpc's %s yet", opt.Long, prog), Code: 1}
+			}
+		}
+		return nil
+	})
+	var ge *jobspec.GetoptError
+	switch {
+	case errors.As(err, &ge):
+		fmt.Fprintf(e.Stderr, "%s: %s\n%s\n", prog, ge.Msg, jobspec.TryHelp(prog))
+		return nil, 1, true
+	case err != nil:
+		return nil, usageExit(e, prog, err), true
+	}
+	if o.help {
+		fmt.Fprintf(e.Stdout, "Usage: %s [OPTIONS(0)...] [ : [OPTIONS(N)...]] executable(0) [args(0)...]\n%s", prog, runHelp)
+		return nil, 0, true
+	}
+	if o.version {
+		fmt.Fprintln(e.Stdout, slurmVersion)
+		return nil, 0, true
+	}
+	parsed, err := jobspec.ParseArgs(o.alloc)
+	if err != nil {
+		return nil, usageExit(e, prog, err), true
+	}
+	o.spec, o.set = parsed.Spec, parsed.Set
+	if o.spec.WorkDir == "" {
+		o.spec.WorkDir = e.Cwd
+	} else if !filepath.IsAbs(o.spec.WorkDir) {
+		o.spec.WorkDir = filepath.Join(e.Cwd, o.spec.WorkDir)
+	}
+	o.argv = rest
+	return o, 0, false
+}
+
+const runHelp = `
+Parallel run options:
+  -A, --account=name          charge job to specified account
+  -c, --cpus-per-task=ncpus   number of cpus required per task
+  -D, --chdir=path            change remote current working directory
+      --export=env_vars|NONE  environment passed to the tasks (ALL, NONE, or a list)
+  -J, --job-name=jobname      name of job
+      --jobid=id              run under already allocated job
+  -l, --label                 prepend task number to lines of stdout/err
+      --mem=MB                minimum amount of real memory
+      --mem-per-cpu=MB        maximum amount of real memory per allocated cpu
+  -n, --ntasks=ntasks         number of tasks to run
+      --ntasks-per-node=n     number of tasks to invoke on each node
+  -N, --nodes=N               number of nodes on which to run (N = min[-max])
+  -p, --partition=partition   partition requested
+  -q, --qos=qos               quality of service
+  -Q, --quiet                 quiet mode (suppress informational messages)
+  -t, --time=minutes          time limit
+  -w, --nodelist=hosts...     request a specific list of hosts
+  -x, --exclude=hosts...      exclude a specific list of hosts
+
+Help options:
+  -h, --help                  show this help message
+      --usage                 display brief usage message
+  -V, --version               output version information and exit
+`
+
+// console serialises what srun writes.
+type console struct {
+	mu       sync.Mutex
+	out, err io.Writer
+}
+
+func (c *console) printf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fmt.Fprintf(c.err, format, args...)
+}
+
+// forwarded are the signals srun passes on to its tasks (SIGINT has its
+// own handling).
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// srunMain is srun.
+func srunMain(e *Env, prog string, args []string) int {
+	o, code, done := parseRun(e, prog, args)
+	if done {
+		return code
+	}
+	if len(o.argv) == 0 {
+		fmt.Fprintf(e.Stderr, "%s: fatal: No command given to execute.\n", prog)
+		return 1
+	}
+	con := &console{out: e.Stdout, err: e.Stderr}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, append([]os.Signal{os.Interrupt}, forwarded...)...)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl, err := e.Client(ctx)
+	if err != nil {
+		_, msg := errText(err)
+		e.errorf(prog, "%s", msg)
+		return 1
+	}
+	jobID := o.jobID
+	if jobID == 0 {
+		if s := e.Getenv("SLURM_JOB_ID"); s != "" {
+			jobID, _ = strconv.ParseUint(s, 10, 64)
+		}
+	}
+	if jobID != 0 {
+		rc, _ := runStep(e, prog, con, cl, o, jobID, sigs)
+		return rc
+	}
+
+	// Outside a job: an allocation first.
+	spec := o.spec
+	spec.Script = api.HolderScript
+	spec.SubmitHost = e.Hostname
+	if !o.set["job-name"] {
+		spec.Name = filepath.Base(o.argv[0])
+	}
+	a, code, ok := allocate(ctx, e, prog, con, cl, spec, o.quiet, sigs)
+	if !ok {
+		return code
+	}
+	rc, end := runStep(e, prog, con, cl, o, a.Job.ID, sigs)
+	req := exitRelease(a.Job.ID, rc)
+	if end != nil {
+		req.ExitCode, req.Signal = end.ExitCode, end.Signal
+		req.OOM = end.State == api.StateOutOfMemory
+	}
+	release(e, prog, cl, req)
+	return rc
+}
+
+// allocate submits an allocation and waits until it runs. Ctrl-C while it
+// waits withdraws it.
+func allocate(ctx context.Context, e *Env, prog string, con *console, cl *api.Client, spec api.JobSpec, quiet bool, sigs <-chan os.Signal) (*api.Allocation, int, bool) {
+	id, err := cl.Submit(ctx, spec)
+	if err != nil {
+		detail, msg := errText(err)
+		if detail != "" {
+			e.errorf(prog, "%s", detail)
+		}
+		e.errorf(prog, "Unable to allocate resources: %s", msg)
+		return nil, 1, false
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	interrupted := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			close(interrupted)
+			stop()
+		case <-wctx.Done():
+		}
+	}()
+	waited := false
+	a, err := cl.WaitAllocation(wctx, id, func(*api.Job) {
+		waited = true
+		if !quiet {
+			con.printf("%s: job %d queued and waiting for resources\n", prog, id)
+		}
+	})
+	select {
+	case <-interrupted:
+		_ = cl.Release(context.Background(), api.ReleaseRequest{JobID: id, ExitCode: 1})
+		con.printf("%s: Job allocation %d has been revoked.\n", prog, id)
+		return nil, 1, false
+	default:
+	}
+	if err != nil {
+		e.errorf(prog, "waiting for job %d: %v", id, err)
+		return nil, 1, false
+	}
+	if a.Job.State != api.StateRunning {
+		e.errorf(prog, "Unable to allocate resources: job %d ended %s before it started", id, a.Job.State)
+		return nil, 1, false
+	}
+	if waited && !quiet {
+		con.printf("%s: job %d has been allocated resources\n", prog, id)
+	}
+	return a, 0, true
+}
+
+// release ends an allocation and waits (a little) for the job to be over,
+// so that what follows sees it ended.
+func release(e *Env, prog string, cl *api.Client, req api.ReleaseRequest) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.Release(ctx, req); err != nil {
+		_, msg := errText(err)
+		e.errorf(prog, "releasing job %d: %s", req.JobID, msg)
+		return
+	}
+	_, _ = cl.Wait(ctx, req.JobID)
+}
+
+// exitRelease is the release of an allocation whose command ended with
+// shell status rc.
+func exitRelease(id uint64, rc int) api.ReleaseRequest {
+	if rc > 128 {
+		return api.ReleaseRequest{JobID: id, Signal: rc - 128}
+	}
+	return api.ReleaseRequest{JobID: id, ExitCode: rc}
+}
+
+// runStep runs a step of job jobID and returns srun's exit status (the
+// highest task exit code, 128+signal for a task a signal killed) and the
+// step's end.
+func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobID uint64, sigs <-chan os.Signal) (int, *api.StepDone) {
+	// The tasks learn srun's umask, as Slurm's do.
+	mask := syscall.Umask(0)
+	syscall.Umask(mask)
+	req := api.StepRequest{
+		JobID:   jobID,
+		Argv:    o.argv,
+		Env:     append(append([]string(nil), e.Environ...), fmt.Sprintf("SLURM_UMASK=%04o", mask)),
+		Export:  o.export,
+		WorkDir: o.spec.WorkDir,
+	}
+	if o.set["job-name"] {
+		req.Name = o.spec.Name
+	}
+	if o.set["nodes"] {
+		req.Nodes = o.spec.Nodes
+	}
+	if o.set["ntasks"] {
+		req.NTasks = o.spec.NTasks
+	}
+	if o.set["ntasks-per-node"] {
+		req.NTasksPerNode = o.spec.NTasksPerNode
+	}
+	if o.set["cpus-per-task"] {
+		req.CPUsPerTask = o.spec.CPUsPerTask
+	}
+	if o.set["nodelist"] {
+		req.NodeList = o.spec.NodeList
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var step *api.Step
+	// Signals: Ctrl-C forwards SIGINT, a second one kills the step; the
+	// others are forwarded. Before the step exists they abort.
+	sigDone := make(chan struct{})
+	defer close(sigDone)
+	go func() {
+		interrupts := 0
+		for {
+			var sig os.Signal
+			select {
+			case sig = <-sigs:
+			case <-sigDone:
+				return
+			}
+			mu.Lock()
+			s := step
+			mu.Unlock()
+			if s == nil {
+				cancel()
+				continue
+			}
+			n := int(sig.(syscall.Signal))
+			if sig == os.Interrupt {
+				interrupts++
+				if interrupts == 1 {
+					con.printf("%s: sending Ctrl-C to StepId=%d.%d\n", prog, jobID, s.ID)
+				} else {
+					con.printf("%s: forcing job termination\n", prog)
+					n = int(syscall.SIGKILL)
+				}
+			}
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := cl.SignalStep(sctx, jobID, s.ID, n); err != nil {
+				_, msg := errText(err)
+				con.printf("%s: error: signalling StepId=%d.%d: %s\n", prog, jobID, s.ID, msg)
+			}
+			scancel()
+		}
+	}()
+
+	var lab *labeller
+	var exits []api.TaskExit
+	var final *api.StepDone
+	err := cl.RunStep(ctx, req, func(ev *api.StepEvent) error {
+		switch {
+		case ev.Step != nil:
+			mu.Lock()
+			step = ev.Step
+			mu.Unlock()
+			if ev.Warning != "" && !o.quiet {
+				con.printf("%s: Warning: %s\n", prog, ev.Warning)
+			}
+			lab = newLabeller(con, o.label, ev.Step.NTasks())
+		case ev.Stream != 0 && lab != nil:
+			lab.write(ev.Task, ev.Stream, ev.Data)
+		case ev.Exit != nil:
+			exits = append(exits, *ev.Exit)
+		case ev.Done != nil:
+			final = ev.Done
+		}
+		return nil
+	})
+	if lab != nil {
+		lab.flush()
+	}
+	mu.Lock()
+	started := step != nil
+	mu.Unlock()
+	if err != nil && final == nil {
+		_, msg := errText(err)
+		if !started {
+			if ctx.Err() != nil {
+				msg = "Job/step already completing or completed"
+			}
+			e.errorf(prog, "Unable to create step for job %d: %s", jobID, msg)
+		} else {
+			e.errorf(prog, "%s", msg)
+		}
+		return 1, nil
+	}
+	rc := reportExits(con, prog, exits)
+	if final.Error != "" {
+		for _, m := range strings.Split(final.Error, "; ") {
+			con.printf("%s: error: %s\n", prog, m)
+		}
+		rc = max(rc, 1)
+	}
+	return rc, final
+}
+
+// reportExits prints srun's line for the tasks that failed, grouped by
+// node and outcome as srun groups them ("node2: tasks 2-3: Exited with
+// exit code 3"), and returns the exit status.
+func reportExits(con *console, prog string, exits []api.TaskExit) int {
+	type group struct {
+		node, what string
+		tasks      []int
+	}
+	var groups []*group
+	find := map[string]*group{}
+	rc := 0
+	for _, x := range exits {
+		var what string
+		switch {
+		case x.Signal != 0:
+			what = signalText(x.Signal)
+			rc = max(rc, (128+x.Signal)&0xff) // SigOOM: 125, as Slurm's srun
+		case x.ExitCode != 0:
+			what = fmt.Sprintf("Exited with exit code %d", x.ExitCode)
+			rc = max(rc, x.ExitCode)
+		default:
+			continue
+		}
+		k := x.Node + "\x00" + what
+		g := find[k]
+		if g == nil {
+			g = &group{node: x.Node, what: what}
+			find[k] = g
+			groups = append(groups, g)
+		}
+		g.tasks = append(g.tasks, x.Task)
+	}
+	for _, g := range groups {
+		sort.Ints(g.tasks)
+		word := "task"
+		if len(g.tasks) > 1 {
+			word = "tasks"
+		}
+		con.printf("%s: error: %s: %s %s: %s\n", prog, g.node, word, intRanges(g.tasks), g.what)
+	}
+	return rc
+}
+
+// signalText is strsignal(3)'s text (glibc) for the signals tasks die
+// of, which srun prints.
+func signalText(sig int) string {
+	switch syscall.Signal(sig) {
+	case syscall.SIGHUP:
+		return "Hangup"
+	case syscall.SIGINT:
+		return "Interrupt"
+	case syscall.SIGQUIT:
+		return "Quit"
+	case syscall.SIGILL:
+		return "Illegal instruction"
+	case syscall.SIGABRT:
+		return "Aborted"
+	case syscall.SIGBUS:
+		return "Bus error"
+	case syscall.SIGFPE:
+		return "Floating point exception"
+	case syscall.SIGKILL:
+		return "Killed"
+	case syscall.SIGUSR1:
+		return "User defined signal 1"
+	case syscall.SIGSEGV:
+		return "Segmentation fault"
+	case syscall.SIGUSR2:
+		return "User defined signal 2"
+	case syscall.SIGPIPE:
+		return "Broken pipe"
+	case syscall.SIGALRM:
+		return "Alarm clock"
+	case syscall.SIGTERM:
+		return "Terminated"
+	case syscall.SIGXCPU:
+		return "CPU time limit exceeded"
+	case api.SigOOM:
+		return "Out Of Memory"
+	}
+	return fmt.Sprintf("Signal %d", sig)
+}
+
+// intRanges writes sorted numbers as "0-2,5".
+func intRanges(v []int) string {
+	var parts []string
+	for i := 0; i < len(v); {
+		k := i
+		for k+1 < len(v) && v[k+1] == v[k]+1 {
+			k++
+		}
+		if k > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", v[i], v[k]))
+		} else {
+			parts = append(parts, strconv.Itoa(v[i]))
+		}
+		i = k + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// labeller writes the tasks' output: as it comes, or with -l line by line
+// with each line prefixed by its task number ("3: ", padded to the widest
+// task number).
+type labeller struct {
+	con   *console
+	label bool
+	width int
+	part  map[[2]int][]byte // unfinished lines, by task and stream
+}
+
+func newLabeller(con *console, label bool, ntasks int) *labeller {
+	return &labeller{con: con, label: label, width: len(strconv.Itoa(max(ntasks-1, 0))), part: map[[2]int][]byte{}}
+}
+
+func (l *labeller) dst(stream int) io.Writer {
+	if stream == api.StreamStderr {
+		return l.con.err
+	}
+	return l.con.out
+}
+
+func (l *labeller) write(task, stream int, data []byte) {
+	l.con.mu.Lock()
+	defer l.con.mu.Unlock()
+	w := l.dst(stream)
+	if !l.label {
+		_, _ = w.Write(data)
+		return
+	}
+	k := [2]int{task, stream}
+	buf := append(l.part[k], data...)
+	var out []byte
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			break
+		}
+		out = append(out, fmt.Sprintf("%*d: ", l.width, task)...)
+		out = append(out, buf[:i+1]...)
+		buf = buf[i+1:]
+	}
+	if len(out) > 0 {
+		_, _ = w.Write(out)
+	}
+	if len(buf) > 0 {
+		l.part[k] = append([]byte(nil), buf...)
+	} else {
+		delete(l.part, k)
+	}
+}
+
+// flush writes the unfinished lines left at the end.
+func (l *labeller) flush() {
+	l.con.mu.Lock()
+	defer l.con.mu.Unlock()
+	keys := make([][2]int, 0, len(l.part))
+	for k := range l.part {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		return keys[a][0] < keys[b][0] || (keys[a][0] == keys[b][0] && keys[a][1] < keys[b][1])
+	})
+	for _, k := range keys {
+		fmt.Fprintf(l.dst(k[1]), "%*d: %s\n", l.width, k[0], l.part[k])
+	}
+	l.part = map[[2]int][]byte{}
+}

@@ -1,0 +1,115 @@
+package sched
+
+// SubmitLimit reports whether job j may be queued under the submit limits
+// of its QoS (MaxSubmitJobsPerUser, GrpSubmitJobs) and its associations
+// (MaxSubmitJobs, inherited from the nearest account that sets it;
+// GrpSubmitJobs at every level), counting the running and pending jobs of
+// s. It returns Slurm's reason name for the first limit j would break
+// (QOSMaxSubmitJobPerUserLimit, QOSGrpSubmitJobsLimit,
+// AssocMaxSubmitJobLimit, AssocGrpSubmitJobsLimit), or "". Slurm refuses
+// such a submission ("Job violates accounting/QOS policy"); Schedule itself
+// does not look at submit limits.
+func SubmitLimit(s *Snapshot, j *Job) string {
+	qosName := j.QOS
+	if qosName == "" {
+		qosName = "normal"
+	}
+	var ql *Limits
+	for i := range s.QOS {
+		if s.QOS[i].Name == qosName {
+			ql = &s.QOS[i].Limits
+			break
+		}
+	}
+	// The association chain: the user's, then accounts up to root.
+	type assocRef struct {
+		account, user string
+		limits        *Limits
+	}
+	var chain []assocRef
+	parent := map[string]string{}
+	accts := map[string]*Limits{}
+	for i := range s.Assocs {
+		a := &s.Assocs[i]
+		if a.User == "" {
+			accts[a.Account] = &a.Limits
+			if a.Account != "root" {
+				p := a.Parent
+				if p == "" {
+					p = "root"
+				}
+				parent[a.Account] = p
+			}
+		} else if a.Account == j.Account && a.User == j.User {
+			chain = append(chain, assocRef{a.Account, a.User, &a.Limits})
+		}
+	}
+	seen := map[string]bool{}
+	for acct := j.Account; acct != "" && !seen[acct]; acct = parent[acct] {
+		seen[acct] = true
+		if l, ok := accts[acct]; ok {
+			chain = append(chain, assocRef{account: acct, limits: l})
+		}
+	}
+	under := func(account, user, top string, isUser bool) bool {
+		if isUser {
+			return account == top && user == j.User
+		}
+		seen := map[string]bool{}
+		for a := account; a != "" && !seen[a]; a = parent[a] {
+			seen[a] = true
+			if a == top {
+				return true
+			}
+		}
+		return false
+	}
+	count := func(match func(qos, account, user string) bool) int {
+		n := 0
+		for i := range s.Running {
+			r := &s.Running[i]
+			if match(r.QOS, r.Account, r.User) {
+				n++
+			}
+		}
+		for i := range s.Pending {
+			p := &s.Pending[i]
+			if p.ID != j.ID && match(p.QOS, p.Account, p.User) {
+				n++
+			}
+		}
+		return n
+	}
+	sameQOS := func(q string) bool { return q == j.QOS || (q == "" && qosName == "normal") || q == qosName }
+	if ql != nil {
+		if ql.MaxSubmitJobsPerUser > 0 && count(func(q, _, u string) bool { return sameQOS(q) && u == j.User })+1 > ql.MaxSubmitJobsPerUser {
+			return ReasonQOSMaxSubmitJobPerUserLimit
+		}
+		if ql.GrpSubmitJobs > 0 && count(func(q, _, _ string) bool { return sameQOS(q) })+1 > ql.GrpSubmitJobs {
+			return ReasonQOSGrpSubmitJobsLimit
+		}
+	} else {
+		ql = &Limits{}
+	}
+	if ql.MaxSubmitJobsPerUser == 0 {
+		for _, a := range chain {
+			if m := a.limits.MaxSubmitJobsPerUser; m > 0 {
+				if count(func(_, acct, u string) bool { return acct == j.Account && u == j.User })+1 > m {
+					return ReasonAssocMaxSubmitJobLimit
+				}
+				break
+			}
+		}
+	}
+	if ql.GrpSubmitJobs == 0 {
+		for _, a := range chain {
+			if g := a.limits.GrpSubmitJobs; g > 0 {
+				isUser := a.user != ""
+				if count(func(_, acct, u string) bool { return under(acct, u, a.account, isUser) })+1 > g {
+					return ReasonAssocGrpSubmitJobsLimit
+				}
+			}
+		}
+	}
+	return ""
+}

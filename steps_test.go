@@ -1,0 +1,628 @@
+package main
+
+// Issue 4's end-to-end test: steps (srun in a batch job, srun on its own,
+// salloc) across a real 3-node lab with libcontainer steps, their
+// environment, signals and accounting; memory limits to OUT_OF_MEMORY;
+// output file patterns and unwritable outputs; $TMPDIR and $SCRATCH.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+	hpcexec "hpc/exec"
+)
+
+// startStepsLab starts a 3-node lab of its own (addresses 127.0.79.x) with
+// srun, salloc and sbatch on PATH, and returns it with root's and nobody's
+// working directories.
+func startStepsLab(t *testing.T) (l *labT, rootDir, userDir string) {
+	if testing.Short() {
+		t.Skip("starts a real 3-node cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it submits as another user and runs libcontainer containers")
+	}
+	top, err := os.MkdirTemp("", "hpc-steps-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(top, 0o755)
+	l = &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
+	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	bin := filepath.Join(top, "bin")
+	os.Mkdir(bin, 0o755)
+	for _, n := range []string{"srun", "salloc", "sbatch", "sacct", "squeue", "scontrol"} {
+		if err := os.Symlink(l.bin, filepath.Join(bin, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Batch scripts get the submitter's PATH: srun in them is this one.
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	text, err := config.Lab(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = strings.ReplaceAll(text, "127.0.1.", "127.0.79.")
+	text += "\nKillWait=3\nHpcApiPort=28117\nHpcRaftPort=28118\nHpcGossipPort=28119\n"
+	conf := filepath.Join(top, "steps.conf")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := l.run(0, top, "up", "--dir", l.dir, "--config", conf)
+	t.Cleanup(func() {
+		l.run(0, top, "down", "--dir", l.dir)
+		if t.Failed() {
+			for _, n := range []string{"node1", "node2", "node3"} {
+				b, _ := os.ReadFile(filepath.Join(l.dir, n, "hpc.log"))
+				t.Logf("--- log of %s:\n%s", n, b)
+			}
+		}
+		os.RemoveAll(top)
+	})
+	if code != 0 {
+		t.Fatalf("hpc up: exit %d\n%s\n%s", code, out, errs)
+	}
+	rootDir = filepath.Join(top, "root-work")
+	userDir = filepath.Join(top, "nobody-work")
+	os.Mkdir(rootDir, 0o755)
+	os.Mkdir(userDir, 0o755)
+	os.Chown(userDir, nobody, nobody)
+	return l, rootDir, userDir
+}
+
+// stepRows returns sacct -P's lines of a job and its steps.
+func (l *labT) stepRows(id uint64) []string {
+	l.t.Helper()
+	out, errs, code := l.run(0, l.top, "acct", "-a", "-P", "-n", "-j", fmt.Sprint(id), "-o", "JobID,JobName,State,ExitCode,NodeList")
+	if code != 0 {
+		l.t.Fatalf("acct: %s %s", out, errs)
+	}
+	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
+// waitRow polls sacct until a job's rows include want.
+func (l *labT) waitRow(id uint64, want string) {
+	l.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rows := l.stepRows(id)
+		for _, r := range rows {
+			if r == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("job %d: no row %q in %q", id, want, rows)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func sortedLines(s string) []string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	sort.Strings(lines)
+	return lines
+}
+
+// lastJob is the newest job's id.
+func (l *labT) lastJob() uint64 {
+	l.t.Helper()
+	cl := api.NewClient(filepath.Join(l.dir, "node1", "hpc.sock"))
+	jobs, err := cl.Jobs(context.Background())
+	if err != nil || len(jobs) == 0 {
+		l.t.Fatalf("jobs: %v %v", jobs, err)
+	}
+	return jobs[len(jobs)-1].ID
+}
+
+func (l *labT) job(id uint64) *api.Job {
+	l.t.Helper()
+	cl := api.NewClient(filepath.Join(l.dir, "node1", "hpc.sock"))
+	jobs, err := cl.Jobs(context.Background())
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for i := range jobs {
+		if jobs[i].ID == id {
+			return &jobs[i]
+		}
+	}
+	l.t.Fatalf("no job %d", id)
+	return nil
+}
+
+func TestLabSteps(t *testing.T) {
+	l, rootDir, userDir := startStepsLab(t)
+	idOf := func(out string) uint64 {
+		m := submittedRE.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("not a submission: %q", out)
+		}
+		id, _ := strconv.ParseUint(m[1], 10, 64)
+		return id
+	}
+
+	t.Run("SrunInBatch", func(t *testing.T) {
+		l := l.with(t)
+		// ../shared/slurm-reference/14
+		out, errs, code := l.run(0, rootDir, "submit", "--wait", "-J", "stepdump", "-N2", "-n4", "-o", "step_n4.out", "--wrap",
+			`srun -l bash -c "echo SLURM_PROCID=\$SLURM_PROCID SLURM_LOCALID=\$SLURM_LOCALID SLURM_NODEID=\$SLURM_NODEID SLURMD_NODENAME=\$SLURMD_NODENAME SLURM_STEP_ID=\$SLURM_STEP_ID" | sort; srun -N1 -n1 true`)
+		if code != 0 {
+			t.Fatalf("sbatch: %d %q %q", code, out, errs)
+		}
+		id := idOf(out)
+		want := "0: SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_NODEID=0 SLURMD_NODENAME=node1 SLURM_STEP_ID=0\n" +
+			"1: SLURM_PROCID=1 SLURM_LOCALID=1 SLURM_NODEID=0 SLURMD_NODENAME=node1 SLURM_STEP_ID=0\n" +
+			"2: SLURM_PROCID=2 SLURM_LOCALID=0 SLURM_NODEID=1 SLURMD_NODENAME=node2 SLURM_STEP_ID=0\n" +
+			"3: SLURM_PROCID=3 SLURM_LOCALID=1 SLURM_NODEID=1 SLURMD_NODENAME=node2 SLURM_STEP_ID=0\n"
+		got, _ := os.ReadFile(filepath.Join(rootDir, "step_n4.out"))
+		// The allocation is two nodes; which two is the scheduler's call.
+		re := regexp.MustCompile(`node\d`)
+		if norm := re.ReplaceAllStringFunc(string(got), func(string) string { return "nodeX" }); norm != re.ReplaceAllStringFunc(want, func(string) string { return "nodeX" }) {
+			t.Errorf("output:\n%s\nwant:\n%s", got, want)
+		}
+		nodes := l.job(id).NodeNames()
+		for _, w := range []string{
+			fmt.Sprintf("%d|stepdump|COMPLETED|0:0|", id),
+			fmt.Sprintf("%d.batch|batch|COMPLETED|0:0|%s", id, nodes[0]),
+			fmt.Sprintf("%d.0|bash|COMPLETED|0:0|%s", id, hostlistOf(nodes)),
+			fmt.Sprintf("%d.1|true|COMPLETED|0:0|%s", id, nodes[0]),
+		} {
+			found := false
+			for _, r := range l.stepRows(id) {
+				found = found || strings.HasPrefix(r, w)
+			}
+			if !found {
+				t.Errorf("no sacct row %q in %q", w, l.stepRows(id))
+			}
+		}
+	})
+
+	t.Run("SrunAlone", func(t *testing.T) {
+		l := l.with(t)
+		// ../shared/slurm-reference/15
+		out, errs, code := l.run(0, rootDir, "srun", "-N2", "-n4", "-l", "bash", "-c",
+			"echo SLURM_PROCID=$SLURM_PROCID SLURM_LOCALID=$SLURM_LOCALID SLURM_NODEID=$SLURM_NODEID")
+		want := []string{
+			"0: SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_NODEID=0", "1: SLURM_PROCID=1 SLURM_LOCALID=1 SLURM_NODEID=0",
+			"2: SLURM_PROCID=2 SLURM_LOCALID=0 SLURM_NODEID=1", "3: SLURM_PROCID=3 SLURM_LOCALID=1 SLURM_NODEID=1",
+		}
+		if got := sortedLines(out); code != 0 || errs != "" || strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("srun: exit %d stderr %q output %q", code, errs, got)
+		}
+		id := l.lastJob()
+		l.waitRow(id, fmt.Sprintf("%d|bash|COMPLETED|0:0|%s", id, hostlistOf(l.job(id).NodeNames())))
+
+		// ../shared/slurm-reference/20 and 21: the highest exit code, and
+		// srun's line for each failed task.
+		out, errs, code = l.run(0, rootDir, "srun", "false")
+		if code != 1 || out != "" || !regexp.MustCompile(`^srun: error: node\d: task 0: Exited with exit code 1\n$`).MatchString(errs) {
+			t.Errorf("srun false: exit %d %q %q", code, out, errs)
+		}
+		out, errs, code = l.run(0, rootDir, "srun", "-N2", "bash", "-c", "exit 3")
+		if code != 3 || out != "" || len(sortedLines(errs)) != 2 ||
+			!regexp.MustCompile(`^srun: error: node\d: task 0: Exited with exit code 3$`).MatchString(sortedLines(errs)[0]) ||
+			!regexp.MustCompile(`^srun: error: node\d: task 1: Exited with exit code 3$`).MatchString(sortedLines(errs)[1]) {
+			t.Errorf("srun exit 3: exit %d %q %q", code, out, errs)
+		}
+		id = l.lastJob()
+		l.waitRow(id, fmt.Sprintf("%d|bash|FAILED|3:0|%s", id, hostlistOf(l.job(id).NodeNames())))
+		l.waitRow(id, fmt.Sprintf("%d.0|bash|FAILED|3:0|%s", id, hostlistOf(l.job(id).NodeNames())))
+
+		// Errors as Slurm prints them.
+		_, errs, code = l.run(0, rootDir, "srun", "-p", "nosuch", "true")
+		if code != 1 || errs != "srun: error: invalid partition specified: nosuch\nsrun: error: Unable to allocate resources: Invalid partition name specified\n" {
+			t.Errorf("srun -p nosuch: %d %q", code, errs)
+		}
+		_, errs, code = l.run(0, rootDir, "srun", "-N", "10", "true")
+		if code != 1 || errs != "srun: error: Unable to allocate resources: More processors requested than permitted\n" {
+			t.Errorf("srun -N 10: %d %q", code, errs)
+		}
+		_, errs, code = l.run(0, rootDir, "srun", "nosuchcommand")
+		if code != 2 || !strings.Contains(errs, "slurmstepd: error: execve(): nosuchcommand: No such file or directory") ||
+			!strings.Contains(errs, ": task 0: Exited with exit code 2") {
+			t.Errorf("srun nosuchcommand: %d %q", code, errs)
+		}
+	})
+
+	t.Run("Environment", func(t *testing.T) {
+		l := l.with(t)
+		// ../shared/slurm-reference/16, and PyTorch's variables.
+		out, errs, code := l.run(0, rootDir, "srun", "-N2", "-n4", "bash", "-c", `if [ $SLURM_PROCID = 3 ]; then env | sort; fi`)
+		if code != 0 {
+			t.Fatalf("srun: %d %q", code, errs)
+		}
+		env := map[string]string{}
+		for _, line := range strings.Split(out, "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				env[k] = v
+			}
+		}
+		id := l.lastJob()
+		nodes := l.job(id).Steps[0].Nodes
+		want := map[string]string{
+			"SLURM_JOB_ID": fmt.Sprint(id), "SLURM_JOBID": fmt.Sprint(id), "SLURM_STEP_ID": "0", "SLURM_STEPID": "0",
+			"SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_NODEID": "1", "SLURM_NTASKS": "4", "SLURM_NPROCS": "4",
+			"SLURM_NNODES": "2", "SLURM_JOB_NUM_NODES": "2", "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NUM_TASKS": "4",
+			"SLURM_TASKS_PER_NODE": "2(x2)", "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_JOB_CPUS_PER_NODE": "2(x2)",
+			"SLURM_GTIDS": "2,3", "SLURM_CPUS_ON_NODE": "2", "SLURMD_NODENAME": nodes[1], "SLURM_CLUSTER_NAME": "lab",
+			"SLURM_JOB_NODELIST": hostlistOf(nodes), "SLURM_STEP_NODELIST": hostlistOf(nodes), "SLURM_JOB_NAME": "bash",
+			"SLURM_JOB_PARTITION": "debug", "SLURM_JOB_USER": "root", "SLURM_JOB_UID": "0", "SLURM_SUBMIT_DIR": rootDir,
+			"SLURM_UMASK": "0022", "SLURM_CONF": filepath.Join(l.dir, "slurm.conf"),
+			"MASTER_ADDR": "127.0.79." + nodes[0][4:], "MASTER_PORT": fmt.Sprint(10000 + id%50000),
+			"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+		}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("%s=%q, want %q", k, env[k], v)
+			}
+		}
+
+		// --export: NONE passes only SLURM_* (PATH is the default one);
+		// a list passes what it names.
+		cmd := []string{"sh", "-c", "echo FOO=${FOO-unset} BAR=${BAR-unset} JOB=${SLURM_JOB_ID-unset}"}
+		t.Setenv("FOO", "foo")
+		for _, c := range []struct{ export, want string }{
+			{"ALL", "FOO=foo BAR=unset JOB="},
+			{"NONE", "FOO=unset BAR=unset JOB="},
+			{"FOO,BAR=bar", "FOO=foo BAR=bar JOB="},
+			{"BAR=bar", "FOO=unset BAR=bar JOB="},
+			{"ALL,BAR=bar", "FOO=foo BAR=bar JOB="},
+		} {
+			out, errs, code := l.run(0, rootDir, append([]string{"srun", "--export=" + c.export}, cmd...)...)
+			if code != 0 || !strings.HasPrefix(out, c.want) || strings.HasSuffix(out, "JOB=unset\n") {
+				t.Errorf("--export=%s: %d %q %q, want %q", c.export, code, out, errs, c.want)
+			}
+		}
+	})
+
+	t.Run("AsUser", func(t *testing.T) {
+		l := l.with(t)
+		out, errs, code := l.run(nobody, userDir, "srun", "-n2", "-l", "sh", "-c", `echo $(id -u) $(pwd); touch "$TMPDIR/x"`)
+		if got := sortedLines(out); code != 0 || len(got) != 2 || got[0] != fmt.Sprintf("0: %d %s", nobody, userDir) || got[1] != fmt.Sprintf("1: %d %s", nobody, userDir) {
+			t.Errorf("srun as nobody: %d %q %q", code, out, errs)
+		}
+		// Another user's job is not theirs to run steps in.
+		roots := l.submit(0, rootDir, "--wrap", "sleep 300")
+		l.waitState(roots, "R")
+		_, errs, code = l.run(nobody, userDir, "srun", "--jobid", fmt.Sprint(roots), "true")
+		if code != 1 || errs != fmt.Sprintf("srun: error: Unable to create step for job %d: Access/permission denied\n", roots) {
+			t.Errorf("step in root's job: %d %q", code, errs)
+		}
+		l.run(0, rootDir, "cancel", fmt.Sprint(roots))
+	})
+
+	t.Run("CtrlC", func(t *testing.T) {
+		l := l.with(t)
+		cmd := exec.Command(l.bin, "srun", "-N2", "-l", "bash", "-c",
+			`trap 'echo "got INT"' INT; trap '' TERM; echo up; while :; do sleep 0.05; done`)
+		cmd.Dir = rootDir
+		cmd.Env = append(os.Environ(), "HPC_DIR="+l.dir)
+		stdout, _ := cmd.StdoutPipe()
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string, 16)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		errText := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(stderr)
+			errText <- string(b)
+		}()
+		expect := func(want ...string) {
+			var got []string
+			timeout := time.After(30 * time.Second)
+			for len(got) < len(want) {
+				select {
+				case s, ok := <-lines:
+					if !ok {
+						t.Fatalf("srun ended; got %q, want %q", got, want)
+					}
+					got = append(got, s)
+				case <-timeout:
+					cmd.Process.Kill()
+					t.Fatalf("got %q, want %q", got, want)
+				}
+			}
+			sort.Strings(got)
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		}
+		expect("0: up", "1: up")
+		cmd.Process.Signal(syscall.SIGINT)
+		expect("0: got INT", "1: got INT")
+		cmd.Process.Signal(syscall.SIGINT) // the tasks ignore SIGTERM: SIGKILL ends them
+		err := cmd.Wait()
+		ee, _ := err.(*exec.ExitError)
+		if ee == nil || ee.ExitCode() != 128+9 {
+			t.Errorf("srun after two Ctrl-C: %v", err)
+		}
+		id := l.lastJob()
+		stderrText := <-errText
+		for _, w := range []string{
+			fmt.Sprintf("srun: sending Ctrl-C to StepId=%d.0\n", id), "srun: forcing job termination\n",
+			": task 0: Killed\n", ": task 1: Killed\n",
+		} {
+			if !strings.Contains(stderrText, w) {
+				t.Errorf("stderr lacks %q:\n%s", w, stderrText)
+			}
+		}
+		l.waitRow(id, fmt.Sprintf("%d.0|bash|CANCELLED|0:9|%s", id, hostlistOf(l.job(id).NodeNames())))
+	})
+
+	t.Run("Salloc", func(t *testing.T) {
+		l := l.with(t)
+		out, errs, code := l.run(0, rootDir, "salloc", "-N2", "sh", "-c",
+			`srun -l printenv SLURMD_NODENAME | sort; echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST"; exit 4`)
+		id := l.lastJob()
+		nodes := l.job(id).NodeNames()
+		want := fmt.Sprintf("0: %s\n1: %s\njob %d on %s\n", nodes[0], nodes[1], id, hostlistOf(nodes))
+		wantErr := fmt.Sprintf("salloc: Granted job allocation %d\nsalloc: Nodes %s are ready for job\nsalloc: Relinquishing job allocation %d\n", id, hostlistOf(nodes), id)
+		if code != 4 || out != want || errs != wantErr {
+			t.Errorf("salloc: exit %d\n%q\n%q\nwant\n%q\n%q", code, out, errs, want, wantErr)
+		}
+		l.waitRow(id, fmt.Sprintf("%d|sh|FAILED|4:0|%s", id, hostlistOf(nodes)))
+		l.waitRow(id, fmt.Sprintf("%d.0|printenv|COMPLETED|0:0|%s", id, hostlistOf(nodes)))
+		// Released at once, maybe before its holder started.
+		for range 5 {
+			if _, errs, code := l.run(0, rootDir, "salloc", "-Q", "true"); code != 0 || errs != "" {
+				t.Fatalf("salloc true: %d %q", code, errs)
+			}
+			id := l.lastJob()
+			l.waitRow(id, fmt.Sprintf("%d|true|COMPLETED|0:0|%s", id, l.job(id).NodeNames()[0]))
+		}
+	})
+
+	t.Run("CancelEndsSteps", func(t *testing.T) {
+		l := l.with(t)
+		id := l.submit(0, rootDir, "-N3", "-o", "cancel.out", "--wrap", "srun sh -c 'echo up; exec sleep 300'")
+		l.waitRow(id, fmt.Sprintf("%d.0|sh|RUNNING|0:0|node[1-3]", id))
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if b, _ := os.ReadFile(filepath.Join(rootDir, "cancel.out")); string(b) == "up\nup\nup\n" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the step's tasks never started")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, errs, code := l.run(0, rootDir, "cancel", fmt.Sprint(id)); code != 0 {
+			t.Fatalf("cancel: %q", errs)
+		}
+		l.waitState(id, "CA")
+		l.waitRow(id, fmt.Sprintf("%d.0|sh|CANCELLED|0:15|node[1-3]", id))
+		// Nothing of the step is left on any node.
+		deadline := time.Now().Add(20 * time.Second)
+		for _, n := range []string{"node1", "node2", "node3"} {
+			for {
+				ents, _ := os.ReadDir(hpcexec.ContainerStateDir(n, filepath.Join(l.dir, n, "exec")))
+				_, err := os.Stat(filepath.Join(l.dir, n, "tmp", fmt.Sprintf("job%d", id)))
+				if len(ents) == 0 && os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: containers %v, TMPDIR %v", n, ents, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	})
+
+	t.Run("OutOfMemory", func(t *testing.T) {
+		l := l.with(t)
+		hog := "dd if=/dev/zero of=/dev/null bs=200M count=1"
+		out, _, code := l.run(0, rootDir, "submit", "--wait", "--mem=50M", "-o", "oom.out", "--wrap", hog)
+		id := idOf(out)
+		// Slurm shows an OOM kill as OUT_OF_MEMORY 0:125, and slurmstepd
+		// says so at the end of the job's output.
+		if code == 0 || l.acctRow(id) != fmt.Sprintf("%d|root|OUT_OF_MEMORY|0:125|%s", id, l.job(id).NodeNames()[0]) {
+			t.Errorf("batch over --mem: exit %d, acct %q", code, l.acctRow(id))
+		}
+		if b, _ := os.ReadFile(filepath.Join(rootDir, "oom.out")); !strings.HasSuffix(string(b),
+			fmt.Sprintf("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=%d.batch. Some of your processes may have been killed by the cgroup out-of-memory handler.\n", id)) {
+			t.Errorf("output of the OOM job: %q", b)
+		}
+		// A step over the job's memory: the step ends OUT_OF_MEMORY, srun
+		// says so.
+		out, errs, code := l.run(0, rootDir, "srun", "--mem=50M", "sh", "-c", hog)
+		id = l.lastJob()
+		node := l.job(id).NodeNames()[0]
+		if code != 125 || !strings.Contains(errs, fmt.Sprintf("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=%d.0.", id)) ||
+			!strings.Contains(errs, fmt.Sprintf("srun: error: %s: task 0: Out Of Memory\n", node)) {
+			t.Errorf("srun over --mem: %d %q %q", code, out, errs)
+		}
+		l.waitRow(id, fmt.Sprintf("%d.0|sh|OUT_OF_MEMORY|0:125|%s", id, node))
+		l.waitRow(id, fmt.Sprintf("%d|sh|OUT_OF_MEMORY|0:125|%s", id, node))
+		// --mem-per-cpu sizes the limit from the CPUs: 2 x 60M holds 100M.
+		out, _, code = l.run(0, rootDir, "submit", "--wait", "-c2", "--mem-per-cpu=60M", "--wrap", "dd if=/dev/zero of=/dev/null bs=100M count=1")
+		if code != 0 {
+			t.Errorf("within --mem-per-cpu: %d %q acct %q", code, out, l.acctRow(idOf(out)))
+		}
+		out, _, _ = l.run(0, rootDir, "submit", "--wait", "--mem-per-cpu=60M", "--wrap", "dd if=/dev/zero of=/dev/null bs=100M count=1")
+		if id := idOf(out); !strings.Contains(l.acctRow(id), "|OUT_OF_MEMORY|") {
+			t.Errorf("over --mem-per-cpu: %q", l.acctRow(id))
+		}
+	})
+
+	t.Run("OutputFiles", func(t *testing.T) {
+		l := l.with(t)
+		out, errs, code := l.run(nobody, userDir, "submit", "--wait", "-J", "pat", "-o", "%x-%j-%u-%N-%A-%a-%s-%t-%%.out", "--wrap", "echo hi")
+		if code != 0 {
+			t.Fatalf("submit: %d %q %q", code, out, errs)
+		}
+		id := idOf(out)
+		name := fmt.Sprintf("pat-%d-nobody-%s-%d-4294967294-batch-0-%%.out", id, l.job(id).NodeNames()[0], id)
+		if b, err := os.ReadFile(filepath.Join(userDir, name)); err != nil || string(b) != "hi\n" {
+			t.Errorf("%s: %q %v", name, b, err)
+		}
+		// Output files are truncated, unless --open-mode=append.
+		f := filepath.Join(userDir, "mode.out")
+		os.WriteFile(f, []byte("old\n"), 0o644)
+		os.Chown(f, nobody, nobody)
+		l.run(nobody, userDir, "submit", "--wait", "-o", f, "--open-mode=append", "--wrap", "echo new")
+		if b, _ := os.ReadFile(f); string(b) != "old\nnew\n" {
+			t.Errorf("append: %q", b)
+		}
+		l.run(nobody, userDir, "submit", "--wait", "-o", f, "--wrap", "echo fresh")
+		if b, _ := os.ReadFile(f); string(b) != "fresh\n" {
+			t.Errorf("truncate: %q", b)
+		}
+		// An output file the user cannot write: the job fails with the
+		// reason; the node goes on running jobs.
+		private := filepath.Join(l.top, "private")
+		os.Mkdir(private, 0o700)
+		out, _, code = l.run(nobody, userDir, "submit", "--wait", "-o", filepath.Join(private, "x.out"), "--wrap", "echo never")
+		id = idOf(out)
+		reason := "Could not open stdout file " + filepath.Join(private, "x.out") + ": Permission denied"
+		if j := l.job(id); code == 0 || j.State != api.StateFailed || j.Reason != reason || j.ExitCode != 1 {
+			t.Errorf("unwritable output: exit %d, job %s %q %d", code, j.State, j.Reason, j.ExitCode)
+		}
+		show, _, _ := l.run(0, l.top, "scontrol", "show", "job", fmt.Sprint(id))
+		if !strings.Contains(show, "Reason="+strings.ReplaceAll(reason, " ", "_")) {
+			t.Errorf("scontrol show job:\n%s", show)
+		}
+		if _, _, code := l.run(nobody, userDir, "submit", "--wait", "--wrap", "true"); code != 0 {
+			t.Error("the next job failed")
+		}
+	})
+
+	t.Run("Storage", func(t *testing.T) {
+		l := l.with(t)
+		out, errs, code := l.run(nobody, userDir, "submit", "--wait", "-N2", "-o", "storage.out", "--wrap",
+			`echo "tmp=$TMPDIR scratch=$SCRATCH"; touch "$TMPDIR/batch" "$SCRATCH/kept"; stat -c '%U %a' "$TMPDIR" "$SCRATCH"; srun -N2 sh -c 'touch $TMPDIR/step; echo $TMPDIR'`)
+		if code != 0 {
+			t.Fatalf("submit: %d %q %q", code, out, errs)
+		}
+		id := idOf(out)
+		b, _ := os.ReadFile(filepath.Join(userDir, "storage.out"))
+		nodes := l.job(id).NodeNames()
+		scratch := filepath.Join(l.dir, "scratch", "nobody")
+		want := []string{
+			fmt.Sprintf("tmp=%s scratch=%s", filepath.Join(l.dir, nodes[0], "tmp", fmt.Sprintf("job%d", id)), scratch),
+			"nobody 700", "nobody 700",
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 5 || strings.Join(lines[:3], "|") != strings.Join(want, "|") {
+			t.Fatalf("output %q, want %q and two $TMPDIRs", lines, want)
+		}
+		if steps := sortedLines(strings.Join(lines[3:], "\n")); steps[0] != filepath.Join(l.dir, nodes[0], "tmp", fmt.Sprintf("job%d", id)) ||
+			steps[1] != filepath.Join(l.dir, nodes[1], "tmp", fmt.Sprintf("job%d", id)) {
+			t.Errorf("steps' TMPDIRs %q", steps)
+		}
+		if _, err := os.Stat(filepath.Join(scratch, "kept")); err != nil {
+			t.Errorf("SCRATCH not kept: %v", err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for _, n := range nodes {
+			for {
+				_, err := os.Stat(filepath.Join(l.dir, n, "tmp", fmt.Sprintf("job%d", id)))
+				if os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: TMPDIR of job %d still there (%v)", n, id, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	})
+}
+
+// hostlistOf compresses lab node names ("node1", "node3" -> "node[1,3]").
+func hostlistOf(nodes []string) string {
+	if len(nodes) == 1 {
+		return nodes[0]
+	}
+	var nums []int
+	for _, n := range nodes {
+		v, _ := strconv.Atoi(strings.TrimPrefix(n, "node"))
+		nums = append(nums, v)
+	}
+	sort.Ints(nums)
+	var parts []string
+	for i := 0; i < len(nums); {
+		k := i
+		for k+1 < len(nums) && nums[k+1] == nums[k]+1 {
+			k++
+		}
+		if k > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", nums[i], nums[k]))
+		} else {
+			parts = append(parts, strconv.Itoa(nums[i]))
+		}
+		i = k + 1
+	}
+	return "node[" + strings.Join(parts, ",") + "]"
+}
+
+// Without root the same steps run as plain processes of the user.
+func TestLabStepsUnprivileged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real 2-node cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become an unprivileged user")
+	}
+	top, err := os.MkdirTemp("", "hpc-steps-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	os.Chmod(top, 0o755)
+	l := &labT{t: t, top: top, bin: filepath.Join(top, "hpc")}
+	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	home := filepath.Join(top, "home")
+	os.Mkdir(home, 0o755)
+	os.Chown(home, nobody, nobody)
+	text, _ := config.Lab(2)
+	text = strings.ReplaceAll(text, "127.0.1.", "127.0.80.") + "\nHpcApiPort=28217\nHpcRaftPort=28218\nHpcGossipPort=28219\n"
+	conf := filepath.Join(home, "lab.conf")
+	os.WriteFile(conf, []byte(text), 0o644)
+	l.dir = filepath.Join(home, "lab")
+	if out, errs, code := l.run(nobody, home, "up", "--dir", l.dir, "--config", conf); code != 0 {
+		t.Fatalf("up as nobody: %d\n%s\n%s", code, out, errs)
+	}
+	t.Cleanup(func() { l.run(nobody, home, "down", "--dir", l.dir) })
+	out, errs, code := l.run(nobody, home, "srun", "-N2", "-n4", "-l", "sh", "-c", `echo $(id -u) $SLURMD_NODENAME $RANK/$WORLD_SIZE; exit $SLURM_PROCID`)
+	want := []string{
+		fmt.Sprintf("0: %d node1 0/4", nobody), fmt.Sprintf("1: %d node1 1/4", nobody),
+		fmt.Sprintf("2: %d node2 2/4", nobody), fmt.Sprintf("3: %d node2 3/4", nobody),
+	}
+	wantErr := []string{
+		"srun: error: node1: task 1: Exited with exit code 1",
+		"srun: error: node2: task 2: Exited with exit code 2", "srun: error: node2: task 3: Exited with exit code 3",
+	}
+	if got := sortedLines(out); code != 3 || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("srun: exit %d, output %q, want %q", code, got, want)
+	}
+	// Tasks 2 and 3 end on node2 with different codes: one line each.
+	if got := sortedLines(errs); strings.Join(got, "|") != strings.Join(wantErr, "|") {
+		t.Errorf("stderr %q, want %q", got, wantErr)
+	}
+}
