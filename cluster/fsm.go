@@ -237,10 +237,15 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		}
 		j.CancelRequested = true
 		j.CancelledBy = c.UID
-		if j.State == api.StatePending {
+		switch j.State {
+		case api.StatePending:
 			j.State = api.StateCancelled
 			j.Reason = api.ReasonNone
 			j.EndTime = c.Time
+		case api.StateRunning:
+			// Its processes are being killed: COMPLETING until the node
+			// reports the end, as slurmctld shows it (CG).
+			j.State = api.StateCompleting
 		}
 		return applyResult{}, []uint64{j.ID}
 	case opTimeout:
@@ -248,6 +253,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		for _, id := range c.JobIDs {
 			if j := st.Jobs[id]; j != nil && j.State == api.StateRunning && !j.TimedOut {
 				j.TimedOut = true
+				j.State = api.StateCompleting
 				ids = append(ids, id)
 			}
 		}
@@ -257,6 +263,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		for _, m := range c.Preempts {
 			if j := st.Jobs[m.JobID]; j != nil && j.State == api.StateRunning && j.Preempted == "" {
 				j.Preempted = m.Mode
+				j.State = api.StateCompleting
 				ids = append(ids, j.ID)
 			}
 		}
@@ -280,6 +287,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		for _, id := range c.JobIDs {
 			if j := st.Jobs[id]; j != nil && j.State == api.StateRunning {
 				j.Preempted = "REQUEUE"
+				j.State = api.StateCompleting
 				ids = append(ids, id)
 			}
 		}
@@ -302,7 +310,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		if c.State == "DOWN" {
 			// Jobs running on a node that is gone end as NODE_FAIL.
 			for _, j := range st.Jobs {
-				if j.State != api.StateRunning || !allocatedOn(j, c.Node) {
+				if (j.State != api.StateRunning && j.State != api.StateCompleting) || !allocatedOn(j, c.Node) {
 					continue
 				}
 				j.State = api.StateNodeFail

@@ -125,3 +125,45 @@ func TestPriorityFactors(t *testing.T) {
 	}
 	cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{block, small, big}})
 }
+
+// scancel --signal delivers the signal and cancels nothing; a cancelled
+// running job shows COMPLETING until its node reports the end.
+func TestSignalAndCompleting(t *testing.T) {
+	_, cl := startOne(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	got := filepath.Join(dir, "got-usr1")
+	ready := filepath.Join(dir, "ready")
+	id, err := cl.Submit(ctx, api.JobSpec{WorkDir: dir, Script: "#!/bin/sh\ntrap 'touch " + got + "' USR1\ntouch " + ready +
+		"\nwhile [ ! -e " + got + " ]; do sleep 0.05; done\ntrap '' TERM\nsleep 2\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, id, api.StateRunning)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("job never became ready")
+		}
+	}
+	res, err := cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{id}, Signal: 10})
+	if err != nil || res[0].Error != "" {
+		t.Fatalf("signal: %+v %v", res, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(got); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("USR1 never arrived")
+		}
+	}
+	waitJob(t, cl, id, api.StateRunning) // still running: a signal is not a cancel
+	if _, err := cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{id}}); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, id, api.StateCompleting)
+	waitJob(t, cl, id, api.StateCancelled)
+}

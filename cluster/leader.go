@@ -177,7 +177,7 @@ func (d *Daemon) preempt(ps []sched.Preemption) {
 		return
 	}
 	for _, m := range marks {
-		if j, _ := d.fsm.job(m.JobID); j != nil && j.State == api.StateRunning {
+		if j, _ := d.fsm.job(m.JobID); j != nil && j.State == api.StateCompleting {
 			d.log.Info("preempting", "job", j.ID, "mode", m.Mode)
 			go d.signalJob(j, 0)
 		}
@@ -308,15 +308,20 @@ func (d *Daemon) launch(j *api.Job) {
 // signalJob tells the batch host to signal a running job; signal 0 means
 // cancel: SIGTERM, then SIGKILL after KillWait.
 func (d *Daemon) signalJob(j *api.Job, sig int) {
-	addr, err := d.nodeAPI(j.BatchHost)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
-		err = d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait()}, nil)
-		cancel()
-	}
-	if err != nil {
+	if err := d.signalJobWait(j, sig); err != nil {
 		d.log.Warn("signal failed", "job", j.ID, "node", j.BatchHost, "err", err)
 	}
+}
+
+// signalJobWait is signalJob that returns the node's answer.
+func (d *Daemon) signalJobWait(j *api.Job, sig int) error {
+	addr, err := d.nodeAPI(j.BatchHost)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
+	defer cancel()
+	return d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait()}, nil)
 }
 
 func (d *Daemon) killWait() time.Duration {

@@ -301,10 +301,17 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 			res.Error = api.ErrAlreadyDone
 		case id.UID != 0 && id.UID != j.UID:
 			res.Error = api.ErrAccessDenied
+		case req.Signal != 0:
+			// scancel --signal: deliver the signal, cancel nothing.
+			if j.State != api.StateRunning {
+				res.Error = api.ErrJobNotPendingOrRun
+			} else if err := d.signalJobWait(j, req.Signal); err != nil {
+				res.Error = err.Error()
+			}
 		default:
 			if _, err := d.propose(command{Op: opCancel, Time: d.now(), JobID: jid, UID: id.UID}); err != nil {
 				res.Error = err.Error()
-			} else if j.State == api.StateRunning {
+			} else if j.State == api.StateRunning || j.State == api.StateCompleting {
 				go d.signalJob(j, 0)
 			}
 		}
