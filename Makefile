@@ -1,7 +1,6 @@
 # hpc: a Slurm-style HPC cluster in one binary.
 GO      ?= go
 BIN     := bin/hpc
-LINKS   := sbatch squeue sinfo scancel sacct
 
 .PHONY: all build up down test test-short fuzz bench clean
 
@@ -9,7 +8,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) .
-	@for l in $(LINKS); do ln -sf hpc bin/$$l; done
+	@$(BIN) install-links >/dev/null
 
 # Start the 3-node lab on this machine and run a demo job through it.
 up: build

@@ -380,6 +380,16 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 		fmt.Printf("Job steps run as: %s\n", st.ExecMode)
 	}
 	fmt.Println()
+	if exe, err := os.Executable(); err == nil {
+		exe, _ = filepath.EvalSymlinks(exe)
+		dir := filepath.Dir(exe)
+		if target, err := os.Readlink(filepath.Join(dir, "sbatch")); err == nil && (target == exe || filepath.Join(dir, target) == exe) {
+			fmt.Println("The Slurm commands (sbatch, squeue, sinfo, scancel, sacct, scontrol, srun, ...) are here; for this shell:")
+		} else {
+			fmt.Println("For the Slurm commands (sbatch, squeue, sinfo, ...): `hpc install-links`, then for this shell:")
+		}
+		fmt.Printf("  export PATH=%s:$PATH\n", dir)
+	}
 	fmt.Println("Try:")
 	fmt.Println("  hpc submit testdata/jobs/hello.sh   # or: hpc submit --wrap 'hostname'")
 	fmt.Println("  hpc queue; hpc nodes; hpc acct; hpc status")
