@@ -1,0 +1,133 @@
+package main
+
+// Real-world job scripts (testdata/jobs/) run unchanged on a 4-node lab
+// through the Slurm command names: a PyTorch-DDP-style launch, an MPI-style
+// srun -n 8, a GPU job, a dependency chain and a job that keeps its own
+// books with SLURM_* variables.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"hpc/cluster/config"
+)
+
+func TestRealWorldScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real 4-node cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: jobs run in containers")
+	}
+	top, err := os.MkdirTemp("", "hpc-realworld-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(top, 0o755)
+	bin, lab, work := filepath.Join(top, "bin"), filepath.Join(top, "lab"), filepath.Join(top, "work")
+	os.MkdirAll(work, 0o755)
+	exe := filepath.Join(top, "hpc")
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(exe, "install-links", bin).CombinedOutput(); err != nil {
+		t.Fatalf("install-links: %v\n%s", err, out)
+	}
+	text, _ := config.Lab(4)
+	text = strings.ReplaceAll(text, "127.0.1.", "127.0.92.") + "\nKillWait=2\nHpcApiPort=29817\nHpcRaftPort=29818\nHpcGossipPort=29819\n"
+	conf := filepath.Join(top, "lab.conf")
+	os.WriteFile(conf, []byte(text), 0o644)
+	env := append(os.Environ(), "HPC_DIR="+lab, "PATH="+bin+":"+os.Getenv("PATH"))
+	run := func(dir string, name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, name), args...)
+		if name == "hpc" {
+			cmd = exec.Command(exe, args...)
+		}
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return string(out)
+	}
+	run(top, "hpc", "up", "--dir", lab, "--config", conf)
+	t.Cleanup(func() {
+		exec.Command(exe, "down", "--dir", lab).Run()
+		if t.Failed() {
+			for _, n := range []string{"node1", "node2", "node3", "node4"} {
+				b, _ := os.ReadFile(filepath.Join(lab, n, "hpc.log"))
+				t.Logf("--- log of %s:\n%s", n, b)
+			}
+		}
+		os.RemoveAll(top)
+	})
+	for _, f := range []string{"ddp.sh", "mpi.sh", "gpu.sh", "stage1.sh", "stage2.sh", "bookkeeping.sh"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "jobs", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(work, f), b, 0o755)
+	}
+	// batch runs a script with sbatch --wait and returns its output file.
+	batch := func(script string) string {
+		t.Helper()
+		id := strings.TrimSpace(run(work, "sbatch", "--parsable", "--wait", "-o", script+"-%j.out", script))
+		b, err := os.ReadFile(filepath.Join(work, script+"-"+id+".out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+
+	t.Run("DDP", func(t *testing.T) {
+		out := batch("ddp.sh")
+		for _, want := range []string{
+			"head node: node1 of 2 nodes",
+			"launcher node_rank=0 nnodes=2 on node1", "launcher node_rank=1 nnodes=2 on node2",
+			"rank=0 local_rank=0 world_size=4 master=127.0.92.1:", "rank=3 local_rank=1 world_size=4 master=127.0.92.1:",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("ddp output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("MPI", func(t *testing.T) {
+		out := batch("mpi.sh")
+		for r := 0; r < 8; r++ {
+			if !regexp.MustCompile(fmt.Sprintf(`(?m)^%d: rank %d of 8 on node[1-4]$`, r, r)).MatchString(out) {
+				t.Errorf("rank %d missing:\n%s", r, out)
+			}
+		}
+	})
+	t.Run("GPU", func(t *testing.T) {
+		out := batch("gpu.sh")
+		if !strings.Contains(out, "CUDA_VISIBLE_DEVICES=0,1") || !strings.Contains(out, "SLURM_JOB_GPUS=0,1") ||
+			!regexp.MustCompile(`node=node[34] partition=gpu`).MatchString(out) {
+			t.Errorf("gpu output:\n%s", out)
+		}
+	})
+	t.Run("DependencyChain", func(t *testing.T) {
+		first := strings.TrimSpace(run(work, "sbatch", "--parsable", "stage1.sh"))
+		second := strings.TrimSpace(run(work, "sbatch", "--parsable", "--wait", "-d", "afterok:"+first, "stage2.sh"))
+		b, err := os.ReadFile(filepath.Join(work, "stage2-"+second+".out"))
+		if err != nil || strings.TrimSpace(string(b)) != "stage2 sum=5050" {
+			t.Errorf("stage2: %q %v", b, err)
+		}
+	})
+	t.Run("Bookkeeping", func(t *testing.T) {
+		id := strings.TrimSpace(run(work, "sbatch", "--parsable", "--wait", "bookkeeping.sh"))
+		b, err := os.ReadFile(filepath.Join(work, "results", "bookkeeping-"+id+".txt"))
+		if err != nil || !strings.Contains(string(b), "job="+id+" name=bookkeeping user=root") {
+			t.Errorf("results: %q %v", b, err)
+		}
+		if _, err := os.Stat(filepath.Join(work, "bookkeeping-"+id+".log")); err != nil {
+			t.Errorf("%%x-%%j output: %v", err)
+		}
+	})
+}
