@@ -11,8 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"hpc/cluster/config"
 )
@@ -67,7 +69,7 @@ func TestRealWorldScripts(t *testing.T) {
 		}
 		os.RemoveAll(top)
 	})
-	for _, f := range []string{"ddp.sh", "mpi.sh", "gpu.sh", "stage1.sh", "stage2.sh", "bookkeeping.sh"} {
+	for _, f := range []string{"ddp.sh", "mpi.sh", "gpu.sh", "stage1.sh", "stage2.sh", "bookkeeping.sh", "array.sh"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "jobs", f))
 		if err != nil {
 			t.Fatal(err)
@@ -118,6 +120,36 @@ func TestRealWorldScripts(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(work, "stage2-"+second+".out"))
 		if err != nil || strings.TrimSpace(string(b)) != "stage2 sum=5050" {
 			t.Errorf("stage2: %q %v", b, err)
+		}
+	})
+	t.Run("Array", func(t *testing.T) {
+		id := strings.TrimSpace(run(work, "sbatch", "--parsable", "array.sh"))
+		// While it runs: tasks show as ID_TASK, at most two running, the
+		// rest waiting on JobArrayTaskLimit.
+		seenLimit := false
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			out := run(work, "squeue", "-h", "-o", "%i %t %r")
+			if strings.Count(out, " R ") > 2 {
+				t.Fatalf("throttle %%2 exceeded:\n%s", out)
+			}
+			seenLimit = seenLimit || strings.Contains(out, "JobArrayTaskLimit")
+			if !strings.Contains(out, id+"_") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("array never finished:\n%s", out)
+			}
+		}
+		if !seenLimit {
+			t.Error("no task was seen waiting on JobArrayTaskLimit")
+		}
+		first, _ := strconv.ParseUint(id, 10, 64)
+		for task := 0; task < 6; task++ {
+			b, err := os.ReadFile(filepath.Join(work, fmt.Sprintf("sweep-%s_%d.out", id, task)))
+			want := fmt.Sprintf("task %d of array %s (job %d, 6 tasks)", task, id, first+uint64(task))
+			if err != nil || strings.TrimSpace(string(b)) != want {
+				t.Errorf("task %d: %q %v, want %q", task, b, err, want)
+			}
 		}
 	})
 	t.Run("Bookkeeping", func(t *testing.T) {

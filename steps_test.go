@@ -432,16 +432,45 @@ func TestLabSteps(t *testing.T) {
 		}
 	})
 
+	t.Run("SignalReachesSteps", func(t *testing.T) {
+		l := l.with(t)
+		// scancel --signal reaches every task of every step, on every node.
+		id := l.submit(0, rootDir, "-N2", "-o", "signal.out", "--wrap",
+			`trap '' USR1; srun -l sh -c 'trap "echo USR1" USR1; echo up; while :; do sleep 0.05; done'`)
+		out := filepath.Join(rootDir, "signal.out")
+		waitFor := func(what string, n int) {
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				b, _ := os.ReadFile(out)
+				if strings.Count(string(b), "0: "+what) >= n && strings.Count(string(b), "1: "+what) >= n {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s never reached both tasks: %q", what, b)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		waitFor("up", 1)
+		if _, errs, code := l.run(0, rootDir, "cancel", "--signal=USR1", fmt.Sprint(id)); code != 0 {
+			t.Fatalf("scancel --signal: %d %q", code, errs)
+		}
+		waitFor("USR1", 1)
+		l.waitState(id, "R")
+		l.run(0, rootDir, "cancel", fmt.Sprint(id))
+		l.waitState(id, "CA")
+	})
+
 	t.Run("OutOfMemory", func(t *testing.T) {
 		l := l.with(t)
 		hog := "dd if=/dev/zero of=/dev/null bs=200M count=1"
-		out, _, code := l.run(0, rootDir, "submit", "--wait", "--mem=50M", "-o", "oom.out", "--wrap", hog)
+		out, _, code := l.run(0, rootDir, "submit", "--wait", "-J", "oom", "--mem=50M", "-o", "oom.out", "--wrap", hog)
 		id := idOf(out)
 		// Slurm shows an OOM kill as OUT_OF_MEMORY 0:125, and slurmstepd
 		// says so at the end of the job's output.
-		if code == 0 || l.acctRow(id) != fmt.Sprintf("%d|root|OUT_OF_MEMORY|0:125|%s", id, l.job(id).NodeNames()[0]) {
-			t.Errorf("batch over --mem: exit %d, acct %q", code, l.acctRow(id))
+		if code == 0 {
+			t.Errorf("batch over --mem: exit %d", code)
 		}
+		l.waitRow(id, fmt.Sprintf("%d|oom|OUT_OF_MEMORY|0:125|%s", id, l.job(id).NodeNames()[0]))
 		if b, _ := os.ReadFile(filepath.Join(rootDir, "oom.out")); !strings.HasSuffix(string(b),
 			fmt.Sprintf("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=%d.batch. Some of your processes may have been killed by the cgroup out-of-memory handler.\n", id)) {
 			t.Errorf("output of the OOM job: %q", b)
@@ -462,10 +491,9 @@ func TestLabSteps(t *testing.T) {
 		if code != 0 {
 			t.Errorf("within --mem-per-cpu: %d %q acct %q", code, out, l.acctRow(idOf(out)))
 		}
-		out, _, _ = l.run(0, rootDir, "submit", "--wait", "--mem-per-cpu=60M", "--wrap", "dd if=/dev/zero of=/dev/null bs=100M count=1")
-		if id := idOf(out); !strings.Contains(l.acctRow(id), "|OUT_OF_MEMORY|") {
-			t.Errorf("over --mem-per-cpu: %q", l.acctRow(id))
-		}
+		out, _, _ = l.run(0, rootDir, "submit", "--wait", "-J", "oom", "--mem-per-cpu=60M", "--wrap", "dd if=/dev/zero of=/dev/null bs=100M count=1")
+		id = idOf(out)
+		l.waitRow(id, fmt.Sprintf("%d|oom|OUT_OF_MEMORY|0:125|%s", id, l.job(id).NodeNames()[0]))
 	})
 
 	t.Run("OutputFiles", func(t *testing.T) {

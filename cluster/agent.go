@@ -358,8 +358,14 @@ func expandPath(pattern string, j *api.Job, def string) string {
 			break
 		}
 		switch pattern[k] {
-		case 'j', 'A':
+		case 'j':
 			b.WriteString(pad(id, width))
+		case 'A':
+			if j.ArrayJobID != 0 {
+				b.WriteString(pad(strconv.FormatUint(j.ArrayJobID, 10), width))
+			} else {
+				b.WriteString(pad(id, width))
+			}
 		case 'J':
 			b.WriteString(pad(id, width) + ".batch")
 		case 'x':
@@ -373,7 +379,11 @@ func expandPath(pattern string, j *api.Job, def string) string {
 		case 's':
 			b.WriteString("batch")
 		case 'a':
-			b.WriteString(pad("4294967294", width))
+			if j.ArrayJobID != 0 {
+				b.WriteString(pad(strconv.Itoa(j.ArrayTaskID), width))
+			} else {
+				b.WriteString(pad("4294967294", width))
+			}
 		case '%':
 			b.WriteByte('%')
 		default:

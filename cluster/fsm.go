@@ -182,14 +182,31 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 	st := &f.st
 	switch c.Op {
 	case opSubmit:
-		j := *c.Job
-		j.ID = st.NextJobID
-		st.NextJobID++
-		j.State = api.StatePending
-		j.Reason = api.ReasonNone
-		j.SubmitTime = c.Time
-		st.Jobs[j.ID] = &j
-		return applyResult{JobID: j.ID}, []uint64{j.ID}
+		// A job array is one job per index, with consecutive ids; the
+		// array's id is the first one's.
+		indices := []int{-1}
+		if c.Job.Spec.Array != "" {
+			var err error
+			if indices, _, err = parseArray(c.Job.Spec.Array); err != nil {
+				return applyResult{Err: err}, nil
+			}
+		}
+		first := st.NextJobID
+		ids := make([]uint64, 0, len(indices))
+		for _, idx := range indices {
+			j := *c.Job
+			j.ID = st.NextJobID
+			st.NextJobID++
+			if idx >= 0 {
+				j.ArrayJobID, j.ArrayTaskID = first, idx
+			}
+			j.State = api.StatePending
+			j.Reason = api.ReasonNone
+			j.SubmitTime = c.Time
+			st.Jobs[j.ID] = &j
+			ids = append(ids, j.ID)
+		}
+		return applyResult{JobID: first}, ids
 	case opStart:
 		var ids []uint64
 		for _, s := range c.Starts {

@@ -97,7 +97,9 @@ func (d *Daemon) schedule() {
 		Partitions: schedPartitions(d.cfg), Topology: schedTopology(d.cfg),
 	}
 	jobs := map[uint64]*api.Job{}
+	throttled := map[uint64]bool{}
 	d.fsm.view(func(st *state) {
+		throttled = arrayThrottled(st)
 		snap.Nodes = schedNodes(d.cfg, st)
 		snap.QOS, snap.Assocs = st.Acct.schedInputs()
 		for _, j := range st.Jobs {
@@ -105,6 +107,9 @@ func (d *Daemon) schedule() {
 			case api.StateRunning, api.StateCompleting:
 				snap.Running = append(snap.Running, runningJob(j))
 			case api.StatePending:
+				if throttled[j.ID] {
+					continue // its array's %N limit is reached
+				}
 				cp := *j
 				jobs[j.ID] = &cp
 				r := d.view.request(j)
@@ -122,13 +127,15 @@ func (d *Daemon) schedule() {
 	if snap.Config.PriorityWeightFairshare > 0 {
 		snap.Usage = d.view.usageFor(d.acct, now, snap.Config.PriorityDecayHalfLife)
 	}
-	if len(snap.Pending) == 0 {
-		d.view.store(sched.Result{})
-		return
+	var res sched.Result
+	if len(snap.Pending) > 0 {
+		sort.Slice(snap.Running, func(a, b int) bool { return snap.Running[a].ID < snap.Running[b].ID })
+		sort.Slice(snap.Pending, func(a, b int) bool { return snap.Pending[a].ID < snap.Pending[b].ID })
+		res = sched.Schedule(snap)
 	}
-	sort.Slice(snap.Running, func(a, b int) bool { return snap.Running[a].ID < snap.Running[b].ID })
-	sort.Slice(snap.Pending, func(a, b int) bool { return snap.Pending[a].ID < snap.Pending[b].ID })
-	res := sched.Schedule(snap)
+	for id := range throttled {
+		res.Jobs = append(res.Jobs, sched.JobResult{JobID: id, Reason: "JobArrayTaskLimit"})
+	}
 	d.view.store(res)
 
 	if len(res.Preempt) > 0 {
@@ -145,7 +152,11 @@ func (d *Daemon) schedule() {
 			js.TimeLimitMin = int64(s.TimeLimit / time.Minute)
 		}
 		j.Alloc = js.Alloc
-		js.StdOut = expandPath(j.Spec.Output, j, "slurm-%j.out")
+		def := "slurm-%j.out"
+		if j.ArrayJobID != 0 {
+			def = "slurm-%A_%a.out" // sbatch's default for array tasks
+		}
+		js.StdOut = expandPath(j.Spec.Output, j, def)
 		js.StdErr = expandPath(j.Spec.Error, j, js.StdOut)
 		starts = append(starts, js)
 	}

@@ -291,7 +291,21 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 		return
 	}
 	var out api.CancelResponse
-	for _, jid := range req.JobIDs {
+	// An array's id stands for all of its tasks, as in scancel.
+	var tasks []uint64
+	d.fsm.view(func(st *state) {
+		for _, jid := range req.JobIDs {
+			if j := st.Jobs[jid]; j != nil && j.ArrayJobID == jid {
+				for _, t := range st.Jobs {
+					if t.ArrayJobID == jid && t.ID != jid && !t.State.Final() {
+						tasks = append(tasks, t.ID)
+					}
+				}
+			}
+		}
+	})
+	sort.Slice(tasks, func(a, b int) bool { return tasks[a] < tasks[b] })
+	for _, jid := range append(append([]uint64(nil), req.JobIDs...), tasks...) {
 		res := api.CancelResult{JobID: jid}
 		j, _ := d.fsm.job(jid)
 		switch {

@@ -165,6 +165,16 @@ func (d *Daemon) jobVars(j *api.Job) map[string]string {
 		set["SLURM_NTASKS"] = strconv.Itoa(j.Spec.NTasks)
 		set["SLURM_NPROCS"] = strconv.Itoa(j.Spec.NTasks)
 	}
+	if j.ArrayJobID != 0 {
+		set["SLURM_ARRAY_JOB_ID"] = strconv.FormatUint(j.ArrayJobID, 10)
+		set["SLURM_ARRAY_TASK_ID"] = strconv.Itoa(j.ArrayTaskID)
+		if idx, _, err := parseArray(j.Spec.Array); err == nil {
+			set["SLURM_ARRAY_TASK_COUNT"] = strconv.Itoa(len(idx))
+			set["SLURM_ARRAY_TASK_MIN"] = strconv.Itoa(idx[0])
+			set["SLURM_ARRAY_TASK_MAX"] = strconv.Itoa(idx[len(idx)-1])
+			set["SLURM_ARRAY_TASK_STEP"] = strconv.Itoa(arrayStep(idx))
+		}
+	}
 	if j.Spec.CPUsPerTask > 0 {
 		set["SLURM_CPUS_PER_TASK"] = strconv.Itoa(j.Spec.CPUsPerTask)
 	}

@@ -103,12 +103,14 @@ func (f *FSM) applyStepOp(c *command) (applyResult, []uint64, bool) {
 
 // stepEndState is the state a step ends in. The report's State is a hint
 // from the launcher: OUT_OF_MEMORY (the OOM killer struck) or CANCELLED
-// (srun killed it, or its job ended under it).
+// (srun killed it, or its job ended under it: cancelled, timed out,
+// preempted).
 func stepEndState(j *api.Job, report api.Step) api.JobState {
 	switch {
 	case report.State == api.StateOutOfMemory:
 		return api.StateOutOfMemory
-	case report.State == api.StateCancelled, j.CancelRequested && report.Signal != 0:
+	case report.State == api.StateCancelled,
+		(j.CancelRequested || j.TimedOut || j.Preempted != "") && report.Signal != 0:
 		return api.StateCancelled
 	case report.ExitCode != 0 || report.Signal != 0:
 		return api.StateFailed

@@ -24,6 +24,11 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 	if s.TimeLimitMin < -1 {
 		return &api.Error{Message: api.ErrInvalidTimeLimit}
 	}
+	if s.Array != "" {
+		if _, _, err := parseArray(s.Array); err != nil {
+			return err
+		}
+	}
 	if !validDependency(s.Dependency) {
 		return &api.Error{Message: api.ErrJobDependency}
 	}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -151,6 +152,9 @@ func scancelMain(e *Env, prog string, args []string) int {
 		return cancelFailed(e, prog, err)
 	}
 	defer cancel()
+	if err := resolveArrayTasks(ctx, cl, p.ids); err != nil {
+		return cancelFailed(e, prog, err)
+	}
 	send := func(id cancelID) int {
 		what := ""
 		switch {
@@ -447,3 +451,38 @@ Help options:
   --help                          show this help message
   --usage                         display brief usage message
 `
+
+// resolveArrayTasks turns array task ids (12_3) into the tasks' job ids;
+// 12_* is the array's own id, which stands for all its tasks.
+func resolveArrayTasks(ctx context.Context, cl *api.Client, ids []cancelID) error {
+	need := false
+	for _, id := range ids {
+		need = need || (id.task != "" && id.step == "")
+	}
+	if !need {
+		return nil
+	}
+	jobs, err := cl.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range ids {
+		id := &ids[i]
+		if id.task == "" || id.step != "" {
+			continue
+		}
+		for _, j := range jobs {
+			if j.ArrayJobID != id.job {
+				continue
+			}
+			if id.task == "*" || strconv.Itoa(j.ArrayTaskID) == id.task {
+				if id.task != "*" {
+					id.job = j.ID
+				}
+				id.valid = true
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -160,6 +160,11 @@ type Job struct {
 	CancelledBy uint32 `json:"cancelled_by,omitempty"`
 	StdOut      string `json:"std_out,omitempty"` // expanded path
 	StdErr      string `json:"std_err,omitempty"` // expanded path
+	// ArrayJobID and ArrayTaskID are set on the tasks of a job array
+	// (--array): squeue shows them as ArrayJobID_ArrayTaskID. The array's
+	// id is its first task's job id.
+	ArrayJobID  uint64 `json:"array_job_id,omitempty"`
+	ArrayTaskID int    `json:"array_task_id,omitempty"`
 	// Hold is "" (not held), "user" (JobHeldUser) or "admin" (JobHeldAdmin).
 	Hold string `json:"hold,omitempty"`
 	// Restarts counts requeues (scontrol requeue, preemption).

@@ -60,7 +60,12 @@ func notEligible(j api.Job) bool {
 	return false
 }
 
-func jobID(j api.Job) string { return strconv.FormatUint(j.ID, 10) }
+func jobID(j api.Job) string {
+	if j.ArrayJobID != 0 {
+		return strconv.FormatUint(j.ArrayJobID, 10) + "_" + strconv.Itoa(j.ArrayTaskID)
+	}
+	return strconv.FormatUint(j.ID, 10)
+}
 
 // jobTasks is the task count: -n, else one per requested node, else 1.
 func jobTasks(j api.Job) int {

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"fmt"
 	"net"
 	"runtime"
 	"strconv"
@@ -50,7 +51,11 @@ func (r *record) end(oneLiner bool) string {
 // while it waits on a dependency or a hold.
 func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
 	r := newRecord(oneLiner)
-	r.add("JobId=" + jobID(j) + " JobName=" + orNull(j.Spec.Name))
+	if j.ArrayJobID != 0 {
+		r.add(fmt.Sprintf("JobId=%d ArrayJobId=%d ArrayTaskId=%d JobName=%s", j.ID, j.ArrayJobID, j.ArrayTaskID, orNull(j.Spec.Name)))
+	} else {
+		r.add("JobId=" + jobID(j) + " JobName=" + orNull(j.Spec.Name))
+	}
 	r.nl()
 	r.add("UserId=" + jobUser(j) + "(" + strconv.FormatUint(uint64(j.UID), 10) + ") ")
 	r.add("GroupId=" + jobGroup(j) + "(" + strconv.FormatUint(uint64(j.GID), 10) + ") MCS_label=N/A")
