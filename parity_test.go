@@ -306,9 +306,7 @@ func TestParity(t *testing.T) {
 	os.WriteFile(conf, []byte(text), 0o644)
 	up := exec.Command(exe, "up", "--dir", p.dir, "--config", conf)
 	up.Env = append(os.Environ(), "HPC_DIR="+p.dir)
-	if out, err := up.CombinedOutput(); err != nil {
-		t.Fatalf("hpc up: %v\n%s", err, out)
-	}
+	out, upErr := up.CombinedOutput()
 	t.Cleanup(func() {
 		down := exec.Command(exe, "down", "--dir", p.dir)
 		down.Run()
@@ -320,6 +318,9 @@ func TestParity(t *testing.T) {
 		}
 		os.RemoveAll(top)
 	})
+	if upErr != nil {
+		t.Fatalf("hpc up: %v\n%s", upErr, out)
+	}
 	inCapture := []norm{func(s string) string { return strings.ReplaceAll(s, p.work, "/tmp/slurm-capture") }}
 	jobNorms := append([]norm{isoTimes, runTimes, allocNode, priorities}, inCapture...)
 

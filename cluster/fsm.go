@@ -48,6 +48,8 @@ type command struct {
 	Node   string            `json:"node,omitempty"`
 	State  string            `json:"state,omitempty"`
 	Why    string            `json:"why,omitempty"`
+	// Update goes with opUpdateJob.
+	Update *jobUpdate `json:"update,omitempty"`
 	// Preempts and Hold go with opPreempt and opHold.
 	Preempts []preemptMark `json:"preempts,omitempty"`
 	Hold     string        `json:"hold,omitempty"`
@@ -94,6 +96,9 @@ type nodeState struct {
 	State  string    `json:"state"` // UNKNOWN, UP, DOWN
 	Reason string    `json:"reason,omitempty"`
 	Since  time.Time `json:"since"`
+	// By is the uid that set an administrator's state; -1 for the
+	// controller's own (Not responding).
+	By int64 `json:"by"`
 }
 
 // state is the replicated controller state.
@@ -162,7 +167,6 @@ func (f *FSM) Apply(l *raft.Log) any {
 		}
 	}
 	f.mu.Unlock()
-	close(ch)
 	if f.acct != nil {
 		for _, j := range recs {
 			if err := f.recordJob(j); err != nil {
@@ -170,6 +174,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 			}
 		}
 	}
+	// Waiters (sbatch --wait) hear of the change once accounting has it,
+	// so an sacct right after sees the end.
+	close(ch)
 	if f.notify != nil {
 		f.notify(c.Op)
 	}
@@ -322,9 +329,12 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		if ns == nil {
 			return applyResult{Err: fmt.Errorf("unknown node %s", c.Node)}, nil
 		}
-		ns.State, ns.Reason, ns.Since = c.State, c.Why, c.Time
+		ns.State, ns.Reason, ns.Since, ns.By = c.State, c.Why, c.Time, -1
+		if c.State == "DRAIN" || c.State == "ADMIN_DOWN" {
+			ns.By = int64(c.UID)
+		}
 		var ids []uint64
-		if c.State == "DOWN" {
+		if c.State == "DOWN" || c.State == "ADMIN_DOWN" {
 			// Jobs running on a node that is gone end as NODE_FAIL.
 			for _, j := range st.Jobs {
 				if (j.State != api.StateRunning && j.State != api.StateCompleting) || !allocatedOn(j, c.Node) {
@@ -333,6 +343,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 				j.State = api.StateNodeFail
 				j.Reason = "NodeDown"
 				j.EndTime = c.Time
+				closeSteps(j, c.Time)
 				ids = append(ids, j.ID)
 			}
 			sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
@@ -341,6 +352,9 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 	}
 	if res, touched, ok := f.applyStepOp(c); ok {
 		return res, touched
+	}
+	if c.Op == opUpdateJob {
+		return f.applyUpdateJob(c)
 	}
 	if res, ok := f.applyAcctOp(c); ok {
 		return res, nil
@@ -352,6 +366,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 func (f *FSM) finish(j *api.Job, e *jobEnd, now time.Time) {
 	j.ExitCode, j.Signal = e.ExitCode, e.Signal
 	j.EndTime = now
+	closeSteps(j, now) // steps whose launcher did not report end with the job
 	switch {
 	case j.CancelRequested:
 		j.State = api.StateCancelled
@@ -391,15 +406,19 @@ func allocatedOn(j *api.Job, node string) bool {
 	return false
 }
 
-// recordJob writes a job's accounting rows (the job and its batch step).
+// recordJob writes a job's accounting rows: the job, its batch step (an
+// allocation made by srun or salloc has none, as in Slurm) and its steps.
 func (f *FSM) recordJob(j *api.Job) error {
-	if err := f.acct.UpsertJob(jobRecord(j)); err != nil {
-		return err
+	return f.acct.UpsertBatch([]accounting.JobRecord{jobRecord(j)}, jobStepRecords(j))
+}
+
+// jobStepRecords are the step rows of a job.
+func jobStepRecords(j *api.Job) []accounting.StepRecord {
+	var steps []accounting.StepRecord
+	if !j.StartTime.IsZero() && j.Spec.Script != api.HolderScript {
+		steps = append(steps, batchStepRecord(j))
 	}
-	if j.StartTime.IsZero() {
-		return nil
-	}
-	return f.acct.UpsertStep(batchStepRecord(j))
+	return append(steps, stepRecords(j)...)
 }
 
 func jobRecord(j *api.Job) accounting.JobRecord {
@@ -510,9 +529,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		for _, id := range ids {
 			j := st.Jobs[id]
 			jobs = append(jobs, jobRecord(j))
-			if !j.StartTime.IsZero() {
-				steps = append(steps, batchStepRecord(j))
-			}
+			steps = append(steps, jobStepRecords(j)...)
 		}
 		// Upsert, not replace: rows of jobs purged from the state before the
 		// snapshot stay in accounting.

@@ -74,6 +74,14 @@ func TestDependencyHoldRequeue(t *testing.T) {
 	counter := filepath.Join(dir, "runs")
 	r := submit(api.JobSpec{Script: "#!/bin/sh\necho run >> " + counter + "\n[ $(wc -l < " + counter + ") -ge 2 ] || sleep 300\n"})
 	waitJob(t, cl, r, api.StateRunning)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(counter); string(b) == "run\n" {
+			break // the first run is under way
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first run never started")
+		}
+	}
 	res, err = cl.JobControl(ctx, api.JobControlRequest{JobIDs: []uint64{r}, Action: "requeue"})
 	if err != nil || res[0].Error != "" {
 		t.Fatalf("requeue: %+v %v", res, err)
@@ -166,4 +174,43 @@ func TestSignalAndCompleting(t *testing.T) {
 	}
 	waitJob(t, cl, id, api.StateCompleting)
 	waitJob(t, cl, id, api.StateCancelled)
+}
+
+// scontrol update: a user shortens their job's time limit but may not
+// lengthen it; root drains a node (no new jobs start there, with a reason)
+// and resumes it.
+func TestUpdateJobAndDrainNode(t *testing.T) {
+	_, cl := startOne(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	id, err := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\nsleep 300\n", WorkDir: dir, TimeLimitMin: 60, Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Update(ctx, api.UpdateRequest{JobID: id, Set: map[string]string{"TimeLimit": "30"}}); err != nil {
+		t.Fatal(err)
+	}
+	if j := waitJob(t, cl, id, api.StatePending); j.Spec.TimeLimitMin != 30 {
+		t.Errorf("time limit %d", j.Spec.TimeLimitMin)
+	}
+	if err := cl.Update(ctx, api.UpdateRequest{JobID: id, Set: map[string]string{"Partition": "nosuch"}}); err == nil || err.Error() != api.ErrInvalidPartition {
+		t.Errorf("unknown partition: %v", err)
+	}
+	if err := cl.Update(ctx, api.UpdateRequest{Nodes: []string{"node1"}, Set: map[string]string{"State": "DRAIN"}}); err == nil {
+		t.Error("drain without a reason accepted")
+	}
+	if err := cl.Update(ctx, api.UpdateRequest{Nodes: []string{"node1"}, Set: map[string]string{"State": "DRAIN", "Reason": "maintenance"}}); err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := cl.Nodes(ctx)
+	if n := nodes.Nodes[0]; n.State != "IDLE+DRAIN" || n.Reason != "maintenance" || n.ReasonUser != "root" || n.ReasonTime.IsZero() {
+		t.Errorf("drained node %+v", n)
+	}
+	cl.JobControl(ctx, api.JobControlRequest{JobIDs: []uint64{id}, Action: "release"})
+	waitReason(t, cl, id, "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions")
+	if err := cl.Update(ctx, api.UpdateRequest{Nodes: []string{"node1"}, Set: map[string]string{"State": "RESUME"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, id, api.StateRunning)
+	cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{id}})
 }

@@ -71,7 +71,9 @@ func (d *Daemon) reconcileNodes() {
 		for _, n := range d.cfg.Nodes {
 			ns := st.Nodes[n.Name]
 			switch {
-			case alive[n.Name] && ns.State != "UP":
+			case alive[n.Name] && (ns.State == "UNKNOWN" || ns.State == "DOWN"):
+				// DRAIN and an administrator's DOWN stay until scontrol
+				// update State=RESUME.
 				changes = append(changes, change{n.Name, "UP", ""})
 			case !alive[n.Name] && ns.State == "UP" && now.Sub(ns.Since) > nodeDownGrace:
 				changes = append(changes, change{n.Name, "DOWN", "Not responding"})

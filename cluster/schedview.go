@@ -48,6 +48,13 @@ func (v *schedView) overlay(j *api.Job) {
 	j.SchedNodes = r.ExpectedNodes
 }
 
+// forget drops a job's cached request (its spec changed).
+func (v *schedView) forget(id uint64) {
+	v.mu.Lock()
+	delete(v.jobs, id)
+	v.mu.Unlock()
+}
+
 func (v *schedView) store(res sched.Result) {
 	m := make(map[uint64]sched.JobResult, len(res.Jobs))
 	for _, r := range res.Jobs {

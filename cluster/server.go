@@ -34,6 +34,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("GET /api/nodes", d.leaderRoute(d.handleNodes))
 	mux.HandleFunc("POST /api/cancel", d.leaderRoute(d.handleCancel))
 	mux.HandleFunc("POST /api/jobcontrol", d.leaderRoute(d.handleJobControl))
+	mux.HandleFunc("POST /api/update", d.leaderRoute(d.handleUpdate))
 	mux.HandleFunc("GET /api/acct", d.leaderRoute(d.handleAcct))
 	mux.HandleFunc("GET /api/wait", d.leaderRoute(d.handleWait))
 	mux.HandleFunc("GET /api/status", d.handleStatus)

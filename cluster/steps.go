@@ -145,7 +145,12 @@ func closeSteps(j *api.Job, now time.Time) []accounting.StepRecord {
 		s := &steps[i]
 		s.State, s.End = api.StateCancelled, now
 		if s.Signal == 0 {
+			// A cancel or time limit sends SIGTERM first, as Slurm shows
+			// (0:15); otherwise the step's node is gone.
 			s.Signal = 9
+			if j.CancelRequested || j.TimedOut || j.Preempted != "" {
+				s.Signal = 15
+			}
 		}
 		recs = append(recs, stepRecord(j, s))
 	}

@@ -164,11 +164,24 @@ func nodesView(cfg *config.Config, st *state) api.NodesResponse {
 			v.AllocCPUs, v.AllocMemMB = a.CPUs, a.MemMB
 		}
 		ns := st.Nodes[n.Name]
+		if ns != nil && ns.Reason != "" {
+			v.ReasonTime, v.ReasonUser = ns.Since, "slurm"
+			if ns.By >= 0 {
+				v.ReasonUser = lookupIdentity(uint32(ns.By), 0).User
+			}
+		}
 		switch {
 		case ns == nil || ns.State == "UNKNOWN":
 			v.State = api.NodeUnknown
-		case ns.State == "DOWN":
+		case ns.State == "DOWN" || ns.State == "ADMIN_DOWN":
 			v.State, v.Reason = api.NodeDown, ns.Reason
+		case ns.State == "DRAIN":
+			v.State, v.Reason = api.NodeIdle+"+DRAIN", ns.Reason
+			if v.AllocCPUs >= v.CPUs {
+				v.State = api.NodeAllocated + "+DRAIN"
+			} else if v.AllocCPUs > 0 {
+				v.State = api.NodeMixed + "+DRAIN"
+			}
 		case v.AllocCPUs == 0:
 			v.State = api.NodeIdle
 		case v.AllocCPUs >= v.CPUs:

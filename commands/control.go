@@ -116,13 +116,63 @@ func (s *scontrol) command(argv []string) {
 		s.jobControl(argv, holdAction(tag))
 	case keyword(tag, "requeue", 3) && !keyword(tag, "requeuehold", 8):
 		s.jobControl(argv, "requeue")
-	case keyword(tag, "update", 1), keyword(tag, "requeuehold", 8), keyword(tag, "takeover", 2), keyword(tag, "suspend", 2), keyword(tag, "resume", 3),
+	case keyword(tag, "update", 1):
+		s.update(argv)
+	case keyword(tag, "requeuehold", 8), keyword(tag, "takeover", 2), keyword(tag, "suspend", 2), keyword(tag, "resume", 3),
 		keyword(tag, "top", 3), keyword(tag, "notify", 1), keyword(tag, "reconfigure", 3),
 		keyword(tag, "shutdown", 8), keyword(tag, "create", 2), keyword(tag, "delete", 3),
 		keyword(tag, "reboot", 3), keyword(tag, "wait_job", 2):
 		s.fail("%s: error: %s: the controller does not support this command yet\n", s.prog, strings.ToLower(tag))
 	default:
 		s.fail("invalid keyword: %s\n", tag)
+	}
+}
+
+// update is scontrol update JobId=N Key=Value ... or NodeName=LIST
+// State=DRAIN|RESUME|DOWN Reason=...
+func (s *scontrol) update(argv []string) {
+	if len(argv) < 2 {
+		s.fail("too few arguments for keyword:%s\n", argv[0])
+		return
+	}
+	req := api.UpdateRequest{Set: map[string]string{}}
+	for _, arg := range argv[1:] {
+		k, v, ok := strings.Cut(arg, "=")
+		if !ok {
+			s.fail("Invalid input: %s\nRequest aborted\n", arg)
+			return
+		}
+		switch strings.ToLower(k) {
+		case "jobid", "job":
+			id, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				s.fail("Invalid JobId value: %s\n", v)
+				return
+			}
+			req.JobID = id
+		case "nodename", "node":
+			req.Nodes = append(req.Nodes, v)
+		default:
+			req.Set[k] = v
+		}
+	}
+	if req.JobID == 0 && len(req.Nodes) == 0 {
+		s.fail("No valid entity in update command\nInput line must include \"NodeName\", \"PartitionName\", \"Reservation/ReservationName\", \"FrontendName\", \"SuspendExcNodes\", \"SuspendExcParts\", \"SuspendExcStates\", \"JobId\", \"JobName\" or \"StepId\"\n")
+		return
+	}
+	cl, ctx, cancel, err := connect(s.e)
+	if err != nil {
+		s.loadErr("slurm_update error", err)
+		return
+	}
+	defer cancel()
+	if err := cl.Update(ctx, req); err != nil {
+		_, msg := errText(err)
+		if req.JobID != 0 {
+			s.fail("Job %d update failed: %s\n", req.JobID, msg)
+		} else {
+			s.fail("slurm_update error: %s\n", msg)
+		}
 	}
 }
 
@@ -715,5 +765,6 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
        partition name; for hostnames and hostlist, a node list
        ("node[1-4]", or a file name starting with '/' for hostlist).
 
-  update and takeover are not supported by hpc yet.
+  update JobId= (TimeLimit, Partition, NumNodes, JobName) and NodeName= (State=DRAIN|RESUME|DOWN Reason=)
+  are supported; takeover is not supported by hpc yet.
 `

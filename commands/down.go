@@ -45,10 +45,13 @@ func downCommand() *cli.Command {
 
 // stopLab stops every running daemon of the lab: SIGTERM, then SIGKILL
 // after 15 seconds.
-func stopLab(l lab) []string {
+func stopLab(l lab) []string { return stopNodes(l, l.nodes()) }
+
+// stopNodes stops the named nodes' daemons that are running.
+func stopNodes(l lab, nodes []string) []string {
 	var stopped []string
 	pids := map[string]int{}
-	for _, n := range l.nodes() {
+	for _, n := range nodes {
 		if pid, ok := l.running(n); ok {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
 			pids[n] = pid

@@ -44,7 +44,9 @@ func TestScontrolShow(t *testing.T) {
 		{args: []string{"scontrol", "show", "job", "1", "2"}, stderr: "too many arguments for keyword:show\n", code: 1},
 		{args: []string{"scontrol", "show", "bogus"}, stderr: "invalid entity:bogus for keyword:show \n", code: 1},
 		{args: []string{"scontrol", "bogus"}, stderr: "invalid keyword: bogus\n", code: 1},
-		{args: []string{"scontrol", "update", "JobId=15", "TimeLimit=5"}, stderr: "scontrol: error: update: the controller does not support this command yet\n", code: 1},
+		{args: []string{"scontrol", "takeover"}, stderr: "scontrol: error: takeover: the controller does not support this command yet\n", code: 1},
+		{args: []string{"scontrol", "update", "garbage"}, stderr: "Invalid input: garbage\nRequest aborted\n", code: 1},
+		{args: []string{"scontrol", "update", "TimeLimit=5"}, stderr: "No valid entity in update command\nInput line must include \"NodeName\", \"PartitionName\", \"Reservation/ReservationName\", \"FrontendName\", \"SuspendExcNodes\", \"SuspendExcParts\", \"SuspendExcStates\", \"JobId\", \"JobName\" or \"StepId\"\n", code: 1},
 		{args: []string{"scontrol", "--bogus"}, stderr: "scontrol: unrecognized option '--bogus'\nTry \"scontrol --help\" for more information\n", code: 1},
 		{args: []string{"scontrol", "-V"}, stdout: "slurm-wlm 22.05.8\n"},
 		{args: []string{"scontrol", "ping"}, stdout: "Slurmctld(primary) at node1 is UP\nSlurmctld(backup1) at node2 is DOWN\nSlurmctld(backup2) at node3 is UP\n" +

@@ -148,6 +148,10 @@ func runUp(c *cli.Context) error {
 		for _, n := range names {
 			fmt.Fprintf(os.Stderr, "  log of %s: %s\n", n, l.logPath(n))
 		}
+		// Leave nothing half up: stop the daemons this call started.
+		if stopped := stopNodes(l, missing); len(stopped) > 0 {
+			fmt.Fprintf(os.Stderr, "  stopped %s again\n", strings.Join(stopped, " "))
+		}
 		return exit(1)
 	}
 	printSummary(l, cfg, names)

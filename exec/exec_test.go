@@ -859,25 +859,18 @@ func TestLeftoversOfACrash(t *testing.T) {
 	}
 }
 
-// countMounts counts the mounts stacked on dir. A read of mountinfo while
-// other processes (other tests, other labs) mount and unmount may skip
-// entries, so the largest of a few reads counts.
 func countMounts(t testing.TB, dir string) int {
-	best := 0
-	for range 5 {
-		ms, err := mountsUnder(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, m := range ms {
-			if m.point == dir {
-				n++
-			}
-		}
-		best = max(best, n)
+	ms, err := mountsUnder(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return best
+	n := 0
+	for _, m := range ms {
+		if m.point == dir {
+			n++
+		}
+	}
+	return n
 }
 
 // --- not root -----------------------------------------------------------

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -176,9 +177,16 @@ type mountEntry struct {
 	readonly      bool // the mount (not necessarily its file system) is read-only
 }
 
-// mountsUnder lists the mounts at or below dir, from /proc/self/mountinfo.
+// mountsUnder lists the mounts at or below dir, from the calling thread's
+// mountinfo. Not /proc/self/mountinfo: that is the main thread's view, and
+// libcontainer joins a container's mount namespace on a locked thread of
+// this process (its mount-source helper) which, when it happens to be the
+// main thread, the Go runtime parks there for good instead of ending it;
+// /proc/self/mountinfo then lists a dead container's mounts.
 func mountsUnder(dir string) ([]mountEntry, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	f, err := os.Open("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil, err
 	}

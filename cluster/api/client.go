@@ -283,3 +283,8 @@ func (c *Client) Priority(ctx context.Context) (*PriorityResponse, error) {
 	err := c.do(ctx, http.MethodGet, "/api/priority", nil, &out)
 	return &out, err
 }
+
+// Update runs scontrol update on a job or on nodes.
+func (c *Client) Update(ctx context.Context, req UpdateRequest) error {
+	return c.do(ctx, http.MethodPost, "/api/update", req, nil)
+}

@@ -220,8 +220,12 @@ type Node struct {
 	Partitions []string `json:"partitions"`
 	State      string   `json:"state"` // IDLE, MIXED, ALLOCATED, DOWN, UNKNOWN
 	Reason     string   `json:"reason,omitempty"`
-	AllocCPUs  int      `json:"alloc_cpus"`
-	AllocMemMB int64    `json:"alloc_mem_mb"`
+	// ReasonUser and ReasonTime say who set the reason and when (sinfo
+	// -R); "slurm" for reasons the controller set itself.
+	ReasonUser string    `json:"reason_user,omitempty"`
+	ReasonTime time.Time `json:"reason_time,omitzero"`
+	AllocCPUs  int       `json:"alloc_cpus"`
+	AllocMemMB int64     `json:"alloc_mem_mb"`
 }
 
 // Partition is a partition as the controller sees it.
@@ -821,4 +825,15 @@ type PriorityResponse struct {
 	Plugin  string          `json:"plugin"` // priority/basic or priority/multifactor
 	Weights PriorityFactors `json:"weights"`
 	Rows    []PriorityRow   `json:"rows"`
+}
+
+// ---- scontrol update ----
+
+// UpdateRequest is scontrol update: of a job (JobID set) or of nodes
+// (Nodes set), with Slurm's Key=Value settings (keys as the user typed
+// them; matched case-insensitively).
+type UpdateRequest struct {
+	JobID uint64            `json:"job_id,omitempty"`
+	Nodes []string          `json:"nodes,omitempty"`
+	Set   map[string]string `json:"set"`
 }

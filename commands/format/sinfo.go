@@ -251,9 +251,9 @@ var (
 		return nodeReason(e.nodes[0])
 	}, nodeReason, nil}
 	// hpc records no user or time with a node's reason yet.
-	colTimestamp   = sinfoCol{"TIMESTAMP", func(*sinfoEntry) string { return "Unknown" }, nil, nil}
-	colUser        = sinfoCol{"USER", func(*sinfoEntry) string { return "Unknown" }, nil, nil}
-	colUserLong    = sinfoCol{"USER", func(*sinfoEntry) string { return "Unknown" }, nil, nil}
+	colTimestamp   = sinfoCol{"TIMESTAMP", func(e *sinfoEntry) string { return reasonTime(e.nodes[0]) }, nil, nil}
+	colUser        = sinfoCol{"USER", func(e *sinfoEntry) string { return reasonUser(e.nodes[0]) }, nil, nil}
+	colUserLong    = sinfoCol{"USER", func(e *sinfoEntry) string { return reasonUser(e.nodes[0]) }, nil, nil}
 	colMaxCPUs     = sinfoCol{"MAX_CPUS_PER_NODE", func(*sinfoEntry) string { return "UNLIMITED" }, nil, nil}
 	colPrioFactor  = sinfoCol{"PRIO_JOB_FACTOR", func(*sinfoEntry) string { return "1" }, nil, nil}
 	colPrioTier    = sinfoCol{"PRIO_TIER", func(*sinfoEntry) string { return "1" }, nil, nil}
@@ -698,4 +698,20 @@ func nodeStateIs(st nodeState, s string) (match, known bool) {
 		return st.has(flagReserved), true
 	}
 	return false, false
+}
+
+// reasonUser and reasonTime are who set a node's reason and when (sinfo
+// -R), "Unknown" when not known.
+func reasonUser(n api.Node) string {
+	if n.ReasonUser == "" {
+		return "Unknown"
+	}
+	return n.ReasonUser
+}
+
+func reasonTime(n api.Node) string {
+	if n.ReasonTime.IsZero() {
+		return "Unknown"
+	}
+	return ISOTime(n.ReasonTime)
 }
