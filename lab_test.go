@@ -109,44 +109,41 @@ func owner(t *testing.T, path string) uint32 {
 	return fi.Sys().(*syscall.Stat_t).Uid
 }
 
-func TestLabEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 3-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it submits as another user and runs libcontainer containers")
-	}
-	top, err := os.MkdirTemp("", "hpc-lab-")
+// startLab builds hpc into a new directory every user can traverse and
+// starts a lab of the given size from config.Lab, moved to addresses
+// (net, e.g. "127.0.77.") and ports (api, api+1, api+2) of its own so that
+// tests running side by side, or a lab someone runs on this machine, never
+// meet; extra lines are added to the config. It returns the lab and what
+// `hpc up` printed; the lab is stopped (its logs shown if the test failed)
+// and removed at cleanup.
+func startLab(t *testing.T, prefix string, nodes int, net string, api int, extra string) (*labT, string) {
+	t.Helper()
+	top, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.Chmod(top, 0o755)
 	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
-	build := exec.Command("go", "build", "-o", l.bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-
-	// The default lab config, moved to addresses and ports of its own so
-	// the test does not meet a lab someone is running on this machine.
-	text, err := config.Lab(3)
+	text, err := config.Lab(nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text = strings.ReplaceAll(text, "127.0.1.", "127.0.77.")
-	text += "\nKillWait=3\nHpcApiPort=27817\nHpcRaftPort=27818\nHpcGossipPort=27819\n"
-	conf := filepath.Join(top, "test.conf")
+	text = strings.ReplaceAll(text, "127.0.1.", net) + "\n" + extra +
+		fmt.Sprintf("HpcApiPort=%d\nHpcRaftPort=%d\nHpcGossipPort=%d\n", api, api+1, api+2)
+	conf := filepath.Join(top, "lab.conf")
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-
 	out, errs, code := l.run(0, top, "up", "--dir", l.dir, "--config", conf)
 	t.Cleanup(func() {
 		l.run(0, top, "down", "--dir", l.dir)
 		if t.Failed() {
-			for _, n := range []string{"node1", "node2", "node3"} {
-				b, _ := os.ReadFile(filepath.Join(l.dir, n, "hpc.log"))
-				t.Logf("--- log of %s:\n%s", n, b)
+			for i := 1; i <= nodes; i++ {
+				b, _ := os.ReadFile(filepath.Join(l.dir, fmt.Sprintf("node%d", i), "hpc.log"))
+				t.Logf("--- log of node%d:\n%s", i, b)
 			}
 		}
 		os.RemoveAll(top)
@@ -154,6 +151,18 @@ func TestLabEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("hpc up: exit %d\n%s\n%s", code, out, errs)
 	}
+	return l, out
+}
+
+func TestLabEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real 3-node cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it submits as another user and runs libcontainer containers")
+	}
+	l, out := startLab(t, "hpc-lab-", 3, "127.0.77.", 27817, "KillWait=3\n")
+	top := l.top
 	if !strings.Contains(out, "is up") || !strings.Contains(out, "leader") {
 		t.Fatalf("hpc up summary missing:\n%s", out)
 	}

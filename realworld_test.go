@@ -15,8 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"hpc/cluster/config"
 )
 
 func TestRealWorldScripts(t *testing.T) {
@@ -26,31 +24,17 @@ func TestRealWorldScripts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: jobs run in containers")
 	}
-	top, err := os.MkdirTemp("", "hpc-realworld-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(top, 0o755)
-	bin, lab, work := filepath.Join(top, "bin"), filepath.Join(top, "lab"), filepath.Join(top, "work")
+	l, _ := startLab(t, "hpc-realworld-", 4, "127.0.92.", 29817, "KillWait=2\n")
+	top, exe, lab := l.top, l.bin, l.dir
+	bin, work := filepath.Join(top, "bin"), filepath.Join(top, "work")
 	os.MkdirAll(work, 0o755)
-	exe := filepath.Join(top, "hpc")
-	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	if out, err := exec.Command(exe, "install-links", bin).CombinedOutput(); err != nil {
 		t.Fatalf("install-links: %v\n%s", err, out)
 	}
-	text, _ := config.Lab(4)
-	text = strings.ReplaceAll(text, "127.0.1.", "127.0.92.") + "\nKillWait=2\nHpcApiPort=29817\nHpcRaftPort=29818\nHpcGossipPort=29819\n"
-	conf := filepath.Join(top, "lab.conf")
-	os.WriteFile(conf, []byte(text), 0o644)
 	env := append(os.Environ(), "HPC_DIR="+lab, "PATH="+bin+":"+os.Getenv("PATH"))
 	run := func(dir string, name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(bin, name), args...)
-		if name == "hpc" {
-			cmd = exec.Command(exe, args...)
-		}
 		cmd.Dir, cmd.Env = dir, env
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -58,17 +42,6 @@ func TestRealWorldScripts(t *testing.T) {
 		}
 		return string(out)
 	}
-	run(top, "hpc", "up", "--dir", lab, "--config", conf)
-	t.Cleanup(func() {
-		exec.Command(exe, "down", "--dir", lab).Run()
-		if t.Failed() {
-			for _, n := range []string{"node1", "node2", "node3", "node4"} {
-				b, _ := os.ReadFile(filepath.Join(lab, n, "hpc.log"))
-				t.Logf("--- log of %s:\n%s", n, b)
-			}
-		}
-		os.RemoveAll(top)
-	})
 	for _, f := range []string{"ddp.sh", "mpi.sh", "gpu.sh", "stage1.sh", "stage2.sh", "bookkeeping.sh", "array.sh"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "jobs", f))
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/cluster/hostlist"
 	hpcexec "hpc/exec"
 )
 
@@ -36,15 +37,8 @@ func startStepsLab(t *testing.T) (l *labT, rootDir, userDir string) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: it submits as another user and runs libcontainer containers")
 	}
-	top, err := os.MkdirTemp("", "hpc-steps-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(top, 0o755)
-	l = &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
-	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	l, _ = startLab(t, "hpc-steps-", 3, "127.0.79.", 28117, "KillWait=3\n")
+	top := l.top
 	bin := filepath.Join(top, "bin")
 	os.Mkdir(bin, 0o755)
 	for _, n := range []string{"srun", "salloc", "sbatch", "sacct", "squeue", "scontrol"} {
@@ -54,30 +48,6 @@ func startStepsLab(t *testing.T) (l *labT, rootDir, userDir string) {
 	}
 	// Batch scripts get the submitter's PATH: srun in them is this one.
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	text, err := config.Lab(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text = strings.ReplaceAll(text, "127.0.1.", "127.0.79.")
-	text += "\nKillWait=3\nHpcApiPort=28117\nHpcRaftPort=28118\nHpcGossipPort=28119\n"
-	conf := filepath.Join(top, "steps.conf")
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, errs, code := l.run(0, top, "up", "--dir", l.dir, "--config", conf)
-	t.Cleanup(func() {
-		l.run(0, top, "down", "--dir", l.dir)
-		if t.Failed() {
-			for _, n := range []string{"node1", "node2", "node3"} {
-				b, _ := os.ReadFile(filepath.Join(l.dir, n, "hpc.log"))
-				t.Logf("--- log of %s:\n%s", n, b)
-			}
-		}
-		os.RemoveAll(top)
-	})
-	if code != 0 {
-		t.Fatalf("hpc up: exit %d\n%s\n%s", code, out, errs)
-	}
 	rootDir = filepath.Join(top, "root-work")
 	userDir = filepath.Join(top, "nobody-work")
 	os.Mkdir(rootDir, 0o755)
@@ -181,7 +151,7 @@ func TestLabSteps(t *testing.T) {
 		for _, w := range []string{
 			fmt.Sprintf("%d|stepdump|COMPLETED|0:0|", id),
 			fmt.Sprintf("%d.batch|batch|COMPLETED|0:0|%s", id, nodes[0]),
-			fmt.Sprintf("%d.0|bash|COMPLETED|0:0|%s", id, hostlistOf(nodes)),
+			fmt.Sprintf("%d.0|bash|COMPLETED|0:0|%s", id, hostlist.Compress(nodes)),
 			fmt.Sprintf("%d.1|true|COMPLETED|0:0|%s", id, nodes[0]),
 		} {
 			found := false
@@ -207,7 +177,7 @@ func TestLabSteps(t *testing.T) {
 			t.Errorf("srun: exit %d stderr %q output %q", code, errs, got)
 		}
 		id := l.lastJob()
-		l.waitRow(id, fmt.Sprintf("%d|bash|COMPLETED|0:0|%s", id, hostlistOf(l.job(id).NodeNames())))
+		l.waitRow(id, fmt.Sprintf("%d|bash|COMPLETED|0:0|%s", id, hostlist.Compress(l.job(id).NodeNames())))
 
 		// ../shared/slurm-reference/20 and 21: the highest exit code, and
 		// srun's line for each failed task.
@@ -222,8 +192,8 @@ func TestLabSteps(t *testing.T) {
 			t.Errorf("srun exit 3: exit %d %q %q", code, out, errs)
 		}
 		id = l.lastJob()
-		l.waitRow(id, fmt.Sprintf("%d|bash|FAILED|3:0|%s", id, hostlistOf(l.job(id).NodeNames())))
-		l.waitRow(id, fmt.Sprintf("%d.0|bash|FAILED|3:0|%s", id, hostlistOf(l.job(id).NodeNames())))
+		l.waitRow(id, fmt.Sprintf("%d|bash|FAILED|3:0|%s", id, hostlist.Compress(l.job(id).NodeNames())))
+		l.waitRow(id, fmt.Sprintf("%d.0|bash|FAILED|3:0|%s", id, hostlist.Compress(l.job(id).NodeNames())))
 
 		// Errors as Slurm prints them.
 		_, errs, code = l.run(0, rootDir, "srun", "-p", "nosuch", "true")
@@ -262,7 +232,7 @@ func TestLabSteps(t *testing.T) {
 			"SLURM_NNODES": "2", "SLURM_JOB_NUM_NODES": "2", "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NUM_TASKS": "4",
 			"SLURM_TASKS_PER_NODE": "2(x2)", "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_JOB_CPUS_PER_NODE": "2(x2)",
 			"SLURM_GTIDS": "2,3", "SLURM_CPUS_ON_NODE": "2", "SLURMD_NODENAME": nodes[1], "SLURM_CLUSTER_NAME": "lab",
-			"SLURM_JOB_NODELIST": hostlistOf(nodes), "SLURM_STEP_NODELIST": hostlistOf(nodes), "SLURM_JOB_NAME": "bash",
+			"SLURM_JOB_NODELIST": hostlist.Compress(nodes), "SLURM_STEP_NODELIST": hostlist.Compress(nodes), "SLURM_JOB_NAME": "bash",
 			"SLURM_JOB_PARTITION": "debug", "SLURM_JOB_USER": "root", "SLURM_JOB_UID": "0", "SLURM_SUBMIT_DIR": rootDir,
 			"SLURM_UMASK": "0022", "SLURM_CONF": filepath.Join(l.dir, "slurm.conf"),
 			"MASTER_ADDR": "127.0.79." + nodes[0][4:], "MASTER_PORT": fmt.Sprint(10000 + id%50000),
@@ -371,7 +341,7 @@ func TestLabSteps(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", w, stderrText)
 			}
 		}
-		l.waitRow(id, fmt.Sprintf("%d.0|bash|CANCELLED|0:9|%s", id, hostlistOf(l.job(id).NodeNames())))
+		l.waitRow(id, fmt.Sprintf("%d.0|bash|CANCELLED|0:9|%s", id, hostlist.Compress(l.job(id).NodeNames())))
 	})
 
 	t.Run("Salloc", func(t *testing.T) {
@@ -380,13 +350,13 @@ func TestLabSteps(t *testing.T) {
 			`srun -l printenv SLURMD_NODENAME | sort; echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST"; exit 4`)
 		id := l.lastJob()
 		nodes := l.job(id).NodeNames()
-		want := fmt.Sprintf("0: %s\n1: %s\njob %d on %s\n", nodes[0], nodes[1], id, hostlistOf(nodes))
-		wantErr := fmt.Sprintf("salloc: Granted job allocation %d\nsalloc: Nodes %s are ready for job\nsalloc: Relinquishing job allocation %d\n", id, hostlistOf(nodes), id)
+		want := fmt.Sprintf("0: %s\n1: %s\njob %d on %s\n", nodes[0], nodes[1], id, hostlist.Compress(nodes))
+		wantErr := fmt.Sprintf("salloc: Granted job allocation %d\nsalloc: Nodes %s are ready for job\nsalloc: Relinquishing job allocation %d\n", id, hostlist.Compress(nodes), id)
 		if code != 4 || out != want || errs != wantErr {
 			t.Errorf("salloc: exit %d\n%q\n%q\nwant\n%q\n%q", code, out, errs, want, wantErr)
 		}
-		l.waitRow(id, fmt.Sprintf("%d|sh|FAILED|4:0|%s", id, hostlistOf(nodes)))
-		l.waitRow(id, fmt.Sprintf("%d.0|printenv|COMPLETED|0:0|%s", id, hostlistOf(nodes)))
+		l.waitRow(id, fmt.Sprintf("%d|sh|FAILED|4:0|%s", id, hostlist.Compress(nodes)))
+		l.waitRow(id, fmt.Sprintf("%d.0|printenv|COMPLETED|0:0|%s", id, hostlist.Compress(nodes)))
 		// Released at once, maybe before its holder started.
 		for range 5 {
 			if _, errs, code := l.run(0, rootDir, "salloc", "-Q", "true"); code != 0 || errs != "" {
@@ -578,33 +548,6 @@ func TestLabSteps(t *testing.T) {
 			}
 		}
 	})
-}
-
-// hostlistOf compresses lab node names ("node1", "node3" -> "node[1,3]").
-func hostlistOf(nodes []string) string {
-	if len(nodes) == 1 {
-		return nodes[0]
-	}
-	var nums []int
-	for _, n := range nodes {
-		v, _ := strconv.Atoi(strings.TrimPrefix(n, "node"))
-		nums = append(nums, v)
-	}
-	sort.Ints(nums)
-	var parts []string
-	for i := 0; i < len(nums); {
-		k := i
-		for k+1 < len(nums) && nums[k+1] == nums[k]+1 {
-			k++
-		}
-		if k > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", nums[i], nums[k]))
-		} else {
-			parts = append(parts, strconv.Itoa(nums[i]))
-		}
-		i = k + 1
-	}
-	return "node[" + strings.Join(parts, ",") + "]"
 }
 
 // Without root the same steps run as plain processes of the user.
