@@ -364,6 +364,19 @@ func TestLabEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("TestOnly", func(t *testing.T) {
+		l := l.with(t)
+		before, _, _ := l.run(0, rootDir, "queue", "-h")
+		out, errs, code := l.run(0, rootDir, "submit", "--test-only", "-N", "2", "--wrap", "true")
+		re := regexp.MustCompile(`^sbatch: Job \d+ to start at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d using 2 processors on nodes node\[\d-\d\] in partition debug\n$`)
+		if code != 0 || out != "" || !re.MatchString(errs) {
+			t.Fatalf("--test-only: exit %d stdout %q stderr %q", code, out, errs)
+		}
+		if after, _, _ := l.run(0, rootDir, "queue", "-h"); after != before {
+			t.Errorf("--test-only queued something:\n%s", after)
+		}
+	})
+
 	t.Run("Errors", func(t *testing.T) {
 		l := l.with(t)
 		cases := []struct {

@@ -94,45 +94,9 @@ func (d *Daemon) reconcileNodes() {
 // reasons and expected starts stay in the leader's view (schedView).
 func (d *Daemon) schedule() {
 	now := d.now()
-	snap := sched.Snapshot{
-		Now: now, Config: schedConfig(d.cfg),
-		Partitions: schedPartitions(d.cfg), Topology: schedTopology(d.cfg),
-	}
-	jobs := map[uint64]*api.Job{}
-	throttled := map[uint64]bool{}
-	d.fsm.view(func(st *state) {
-		throttled = arrayThrottled(st)
-		snap.Nodes = schedNodes(d.cfg, st)
-		snap.QOS, snap.Assocs = st.Acct.schedInputs()
-		for _, j := range st.Jobs {
-			switch j.State {
-			case api.StateRunning, api.StateCompleting:
-				snap.Running = append(snap.Running, runningJob(j))
-			case api.StatePending:
-				if throttled[j.ID] {
-					continue // its array's %N limit is reached
-				}
-				cp := *j
-				jobs[j.ID] = &cp
-				r := d.view.request(j)
-				r.Dependency = dependencyState(j, st)
-				switch j.Hold {
-				case "user":
-					r.Hold = sched.HoldUser
-				case "admin":
-					r.Hold = sched.HoldAdmin
-				}
-				snap.Pending = append(snap.Pending, r)
-			}
-		}
-	})
-	if snap.Config.PriorityWeightFairshare > 0 {
-		snap.Usage = d.view.usageFor(d.acct, now, snap.Config.PriorityDecayHalfLife)
-	}
+	snap, jobs, throttled := d.snapshot(now)
 	var res sched.Result
 	if len(snap.Pending) > 0 {
-		sort.Slice(snap.Running, func(a, b int) bool { return snap.Running[a].ID < snap.Running[b].ID })
-		sort.Slice(snap.Pending, func(a, b int) bool { return snap.Pending[a].ID < snap.Pending[b].ID })
 		res = sched.Schedule(snap)
 	}
 	for id := range throttled {
@@ -175,6 +139,69 @@ func (d *Daemon) schedule() {
 			go d.launch(j)
 		}
 	}
+}
+
+// snapshot builds sched's view of the replicated state: nodes, partitions,
+// QoS and associations, running jobs and the pending requests (without the
+// array tasks held back by their %N limit, which it returns apart).
+func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, map[uint64]bool) {
+	snap := sched.Snapshot{
+		Now: now, Config: schedConfig(d.cfg),
+		Partitions: schedPartitions(d.cfg), Topology: schedTopology(d.cfg),
+	}
+	jobs := map[uint64]*api.Job{}
+	var throttled map[uint64]bool
+	d.fsm.view(func(st *state) {
+		throttled = arrayThrottled(st)
+		snap.Nodes = schedNodes(d.cfg, st)
+		snap.QOS, snap.Assocs = st.Acct.schedInputs()
+		for _, j := range st.Jobs {
+			switch j.State {
+			case api.StateRunning, api.StateCompleting:
+				snap.Running = append(snap.Running, runningJob(j))
+			case api.StatePending:
+				if throttled[j.ID] {
+					continue // its array's %N limit is reached
+				}
+				cp := *j
+				jobs[j.ID] = &cp
+				r := d.view.request(j)
+				r.Dependency = dependencyState(j, st)
+				switch j.Hold {
+				case "user":
+					r.Hold = sched.HoldUser
+				case "admin":
+					r.Hold = sched.HoldAdmin
+				}
+				snap.Pending = append(snap.Pending, r)
+			}
+		}
+	})
+	if snap.Config.PriorityWeightFairshare > 0 {
+		snap.Usage = d.view.usageFor(d.acct, now, snap.Config.PriorityDecayHalfLife)
+	}
+	sort.Slice(snap.Running, func(a, b int) bool { return snap.Running[a].ID < snap.Running[b].ID })
+	sort.Slice(snap.Pending, func(a, b int) bool { return snap.Pending[a].ID < snap.Pending[b].ID })
+	return snap, jobs, throttled
+}
+
+// testOnly answers sbatch --test-only: when and where the job would start
+// if it were submitted now, from a scheduling pass over the current state
+// with the job added. Nothing is committed.
+func (d *Daemon) testOnly(j *api.Job) (sched.JobResult, error) {
+	now := d.now()
+	snap, _, _ := d.snapshot(now)
+	var next uint64
+	d.fsm.view(func(st *state) { next = st.NextJobID })
+	j.ID, j.SubmitTime = next, now
+	snap.Pending = append(snap.Pending, parseRequest(j))
+	res := sched.Schedule(snap)
+	for _, r := range res.Jobs {
+		if r.JobID == next {
+			return r, nil
+		}
+	}
+	return sched.JobResult{}, &api.Error{Message: api.ErrConfigUnavailable}
 }
 
 // preempt commits the preemption of running jobs and has them killed;

@@ -209,8 +209,17 @@ func (v *schedView) request(j *api.Job) sched.Job {
 	if ok {
 		return r
 	}
+	r = parseRequest(j)
+	v.mu.Lock()
+	v.jobs[j.ID] = r
+	v.mu.Unlock()
+	return r
+}
+
+// parseRequest turns a job's spec into sched's request.
+func parseRequest(j *api.Job) sched.Job {
 	s := &j.Spec
-	r = sched.Job{
+	r := sched.Job{
 		ID: j.ID, User: j.User, Account: j.Account, QOS: jobQOS(j),
 		SubmitTime: j.SubmitTime, BeginTime: s.Begin,
 		TimeLimit: limitMinutes(s.TimeLimitMin), Nodes: s.Nodes, NTasks: s.NTasks, NTasksPerNode: s.NTasksPerNode,
@@ -229,9 +238,6 @@ func (v *schedView) request(j *api.Job) sched.Job {
 	r.GPUType, r.GPUs = parseGPUCount(s.Gpus)
 	_, r.GPUsPerNode = parseGPUCount(s.GpusPerNode)
 	_, r.GPUsPerTask = parseGPUCount(s.GpusPerTask)
-	v.mu.Lock()
-	v.jobs[j.ID] = r
-	v.mu.Unlock()
 	return r
 }
 

@@ -29,6 +29,7 @@ type bodyKey struct{}
 func (d *Daemon) startServers() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/submit", d.leaderRoute(d.handleSubmit))
+	mux.HandleFunc("POST /api/testonly", d.leaderRoute(d.handleTestOnly))
 	mux.HandleFunc("GET /api/jobs", d.leaderRoute(d.handleJobs))
 	mux.HandleFunc("GET /api/priority", d.leaderRoute(d.handlePriority))
 	mux.HandleFunc("GET /api/nodes", d.leaderRoute(d.handleNodes))
@@ -224,24 +225,62 @@ func userErr(w http.ResponseWriter, err error) {
 }
 
 func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	job, err := d.newJob(id, body)
+	if err != nil {
+		userErr(w, err)
+		return
+	}
+	res, err := d.propose(command{Op: opSubmit, Time: d.now(), Job: job})
+	if err != nil {
+		userErr(w, err)
+		return
+	}
+	writeJSON(w, api.SubmitResponse{JobID: res.JobID})
+}
+
+// handleTestOnly is sbatch --test-only: the job is checked as a submission
+// and the scheduler says when and where it would start; nothing is queued.
+func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	job, err := d.newJob(id, body)
+	if err != nil {
+		userErr(w, err)
+		return
+	}
+	res, err := d.testOnly(job)
+	if err != nil {
+		userErr(w, err)
+		return
+	}
+	if res.Reason != "" && res.ExpectedStart.IsZero() {
+		userErr(w, &api.Error{Message: "Job can not start now: " + res.Reason})
+		return
+	}
+	start := res.ExpectedStart
+	if start.IsZero() {
+		start = d.now()
+	}
+	writeJSON(w, api.TestOnlyResponse{JobID: job.ID, Start: start, CPUs: reqCPUs(&job.Spec), Nodes: res.ExpectedNodes, Partition: res.Partition})
+}
+
+// newJob reads a submission and makes the job record: the spec checked
+// against the config, the caller's identity, and its association: the
+// user's default account and its default QoS. Like Slurm with
+// AccountingStorageEnforce=none, a user without an association may still
+// submit (with no account, QoS normal); a QoS that does not exist is
+// refused.
+func (d *Daemon) newJob(id Identity, body []byte) (*api.Job, error) {
 	var req api.SubmitRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
-		return
+		return nil, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()}
 	}
 	spec := req.Spec
 	if err := validateSpec(d.cfg, &spec); err != nil {
-		userErr(w, err)
-		return
+		return nil, err
 	}
 	job := &api.Job{Spec: spec, UID: id.UID, GID: id.GID, User: id.User, Group: id.Group, Account: spec.Account}
 	if spec.Hold {
 		job.Hold = "user"
 	}
-	// The job's association: the user's default account and its default
-	// QoS. Like Slurm with AccountingStorageEnforce=none, a user without an
-	// association may still submit (with no account, QoS normal); a QoS
-	// that does not exist is refused.
 	var assocErr error
 	d.fsm.view(func(st *state) {
 		acct, qos, err := st.Acct.jobAssoc(id.User, spec.Account, spec.QOS)
@@ -252,16 +291,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id Identit
 			assocErr = &api.Error{Message: api.ErrInvalidQOS}
 		}
 	})
-	if assocErr != nil {
-		userErr(w, assocErr)
-		return
-	}
-	res, err := d.propose(command{Op: opSubmit, Time: d.now(), Job: job})
-	if err != nil {
-		userErr(w, err)
-		return
-	}
-	writeJSON(w, api.SubmitResponse{JobID: res.JobID})
+	return job, assocErr
 }
 
 func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {

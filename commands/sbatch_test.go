@@ -43,7 +43,6 @@ func TestSbatch(t *testing.T) {
 		{[]string{"sbatch", "-p", "nosuch", "--wrap", "true"}, "sbatch: error: invalid partition specified: nosuch\nsbatch: error: Batch job submission failed: Invalid partition name specified\n", 1},
 		{[]string{"sbatch", "--bogus", "--wrap", "true"}, "sbatch: unrecognized option '--bogus'\nTry \"sbatch --help\" for more information\n", 255},
 		{[]string{"sbatch", "-t", "abc", "--wrap", "true"}, "sbatch: error: Invalid --time specification\n", 255},
-		{[]string{"sbatch", "--test-only", "--wrap", "true"}, "sbatch: error: --test-only is not supported yet\n", 1},
 		{[]string{"sbatch", "--mem=1G", "--mem-per-cpu=1G", "--wrap", "true"}, "sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.\n", 1},
 		{[]string{"sbatch"}, "sbatch: error: Batch script is empty!\n", 1},
 	} {

@@ -9,7 +9,9 @@ import (
 	"os/signal"
 
 	"hpc/cluster/api"
+	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
+	"hpc/commands/format"
 )
 
 // sbatchMain is sbatch.
@@ -28,10 +30,6 @@ func sbatchMain(e *Env, prog string, args []string) int {
 		fmt.Fprintln(e.Stdout, slurmVersion)
 		return 0
 	}
-	if opts.TestOnly {
-		e.errorf(prog, "--test-only is not supported yet")
-		return 1
-	}
 	for _, n := range opts.Notices {
 		fmt.Fprintf(e.Stderr, "%s: %s\n", prog, n)
 	}
@@ -40,6 +38,17 @@ func sbatchMain(e *Env, prog string, args []string) int {
 	cl, err := e.Client(ctx)
 	if err != nil {
 		return submitFailed(e, prog, err)
+	}
+	if opts.TestOnly {
+		// Nothing is queued: the controller says when and where it would
+		// start, as sbatch --test-only prints it.
+		r, err := cl.TestOnly(ctx, opts.Spec)
+		if err != nil {
+			return submitFailed(e, prog, err)
+		}
+		fmt.Fprintf(e.Stderr, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
+			prog, r.JobID, format.ISOTime(r.Start), r.CPUs, hostlist.Compress(r.Nodes), r.Partition)
+		return 0
 	}
 	id, err := cl.Submit(ctx, opts.Spec)
 	if err != nil {

@@ -288,3 +288,10 @@ func (c *Client) Priority(ctx context.Context) (*PriorityResponse, error) {
 func (c *Client) Update(ctx context.Context, req UpdateRequest) error {
 	return c.do(ctx, http.MethodPost, "/api/update", req, nil)
 }
+
+// TestOnly asks when and where a job would start (sbatch --test-only).
+func (c *Client) TestOnly(ctx context.Context, spec JobSpec) (*TestOnlyResponse, error) {
+	var out TestOnlyResponse
+	err := c.do(ctx, http.MethodPost, "/api/testonly", SubmitRequest{Spec: spec}, &out)
+	return &out, err
+}

@@ -837,3 +837,13 @@ type UpdateRequest struct {
 	Nodes []string          `json:"nodes,omitempty"`
 	Set   map[string]string `json:"set"`
 }
+
+// TestOnlyResponse answers sbatch --test-only: when and where the job
+// would start if submitted now (its id is the one it would get).
+type TestOnlyResponse struct {
+	JobID     uint64    `json:"job_id"`
+	Start     time.Time `json:"start"`
+	CPUs      int       `json:"cpus"`
+	Nodes     []string  `json:"nodes"`
+	Partition string    `json:"partition"`
+}
