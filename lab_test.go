@@ -202,6 +202,20 @@ func TestLabEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("Takeover", func(t *testing.T) {
+		l := l.with(t)
+		if _, errs, code := l.run(nobody, top, "scontrol", "takeover", "node3"); code == 0 || !strings.Contains(errs, "Access/permission denied") {
+			t.Errorf("takeover as nobody: exit %d %q", code, errs)
+		}
+		if out, errs, code := l.run(0, top, "scontrol", "takeover", "node3"); code != 0 {
+			t.Fatalf("takeover: exit %d %q %q", code, out, errs)
+		}
+		out, _, _ := l.run(0, top, "status")
+		if !strings.Contains(out, "Leader:   node3") {
+			t.Errorf("after takeover:\n%s", out)
+		}
+	})
+
 	t.Run("Sinfo", func(t *testing.T) {
 		l := l.with(t)
 		out, _, _ := l.run(0, top, "nodes")

@@ -92,6 +92,10 @@ type signalRequest struct {
 // included (an output file the user cannot write fails the job with
 // slurmstepd's reason).
 func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
+	if phase := r.URL.Query().Get("phase"); phase != "" {
+		d.handleNodeScript(w, r, phase) // prolog.go
+		return
+	}
 	var j api.Job
 	if err := json.NewDecoder(r.Body).Decode(&j); err != nil {
 		writeErr(w, http.StatusBadRequest, err)
@@ -201,7 +205,7 @@ func (d *Daemon) jobEnded(j *api.Job, e jobEnd) {
 		e.OOM = e.OOM || rel.OOM
 	}
 	d.steps.mu.Unlock()
-	go d.cleanupJob(j)
+	d.endOnNodes(j) // steps killed, then the epilogs (prolog.go)
 	delay := 100 * time.Millisecond
 	for {
 		addr, err := d.localAPI()

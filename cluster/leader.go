@@ -329,6 +329,9 @@ func (d *Daemon) callNode(ctx context.Context, addr, path string, in, out any) e
 // launch asks the batch host's agent to start the job. If the agent cannot
 // start it, the job fails with the agent's reason.
 func (d *Daemon) launch(j *api.Job) {
+	if !d.runPrologs(j) { // prolog.go: failed prologs requeue the job
+		return
+	}
 	addr, err := d.nodeAPI(j.BatchHost)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)

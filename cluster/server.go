@@ -36,6 +36,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("POST /api/cancel", d.leaderRoute(d.handleCancel))
 	mux.HandleFunc("POST /api/jobcontrol", d.leaderRoute(d.handleJobControl))
 	mux.HandleFunc("POST /api/update", d.leaderRoute(d.handleUpdate))
+	mux.HandleFunc("POST /api/takeover", d.leaderRoute(d.handleTakeover))
 	mux.HandleFunc("GET /api/acct", d.leaderRoute(d.handleAcct))
 	mux.HandleFunc("GET /api/wait", d.leaderRoute(d.handleWait))
 	mux.HandleFunc("GET /api/status", d.handleStatus)
@@ -45,6 +46,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("POST /internal/job-end", d.nodeRoute(d.leaderRoute(d.handleJobEnd)))
 	d.registerStepRoutes(mux)
 	d.registerAcctRoutes(mux)
+	d.registerShareRoutes(mux)
 
 	_ = os.Remove(d.o.Socket)
 	ul, err := net.Listen("unix", d.o.Socket)

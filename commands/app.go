@@ -87,6 +87,8 @@ var slurmCommands = map[string]slurmMain{
 	"srun":     srunMain,
 	"salloc":   sallocMain,
 	"sprio":    sprioMain,
+	"sshare":   sshareMain,
+	"sreport":  sreportMain,
 }
 
 // LinkNames are the Slurm command names install-links creates, in the

@@ -118,7 +118,9 @@ func (s *scontrol) command(argv []string) {
 		s.jobControl(argv, "requeue")
 	case keyword(tag, "update", 1):
 		s.update(argv)
-	case keyword(tag, "requeuehold", 8), keyword(tag, "takeover", 2), keyword(tag, "suspend", 2), keyword(tag, "resume", 3),
+	case keyword(tag, "takeover", 2):
+		s.takeover(argv)
+	case keyword(tag, "requeuehold", 8), keyword(tag, "suspend", 2), keyword(tag, "resume", 3),
 		keyword(tag, "top", 3), keyword(tag, "notify", 1), keyword(tag, "reconfigure", 3),
 		keyword(tag, "shutdown", 8), keyword(tag, "create", 2), keyword(tag, "delete", 3),
 		keyword(tag, "reboot", 3), keyword(tag, "wait_job", 2):
@@ -173,6 +175,36 @@ func (s *scontrol) update(argv []string) {
 		} else {
 			s.fail("slurm_update error: %s\n", msg)
 		}
+	}
+}
+
+// takeover is scontrol takeover [NODE]: the controller role moves to NODE,
+// by default to the node this command talks to.
+func (s *scontrol) takeover(argv []string) {
+	if len(argv) > 2 {
+		s.fail("too many arguments for keyword:%s\n", argv[0])
+		return
+	}
+	cl, ctx, cancel, err := connect(s.e)
+	if err != nil {
+		s.loadErr("slurm_takeover error", err)
+		return
+	}
+	defer cancel()
+	target := ""
+	if len(argv) == 2 {
+		target = argv[1]
+	} else {
+		st, err := cl.Status(ctx)
+		if err != nil {
+			s.loadErr("slurm_takeover error", err)
+			return
+		}
+		target = st.Node
+	}
+	if err := cl.Takeover(ctx, target); err != nil {
+		_, msg := errText(err)
+		s.fail("slurm_takeover error: %s\n", msg)
 	}
 }
 
@@ -766,5 +798,5 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
        ("node[1-4]", or a file name starting with '/' for hostlist).
 
   update JobId= (TimeLimit, Partition, NumNodes, JobName) and NodeName= (State=DRAIN|RESUME|DOWN Reason=)
-  are supported; takeover is not supported by hpc yet.
+  are supported; takeover [NODE] moves the controller role (default: this node).
 `

@@ -44,7 +44,7 @@ func TestScontrolShow(t *testing.T) {
 		{args: []string{"scontrol", "show", "job", "1", "2"}, stderr: "too many arguments for keyword:show\n", code: 1},
 		{args: []string{"scontrol", "show", "bogus"}, stderr: "invalid entity:bogus for keyword:show \n", code: 1},
 		{args: []string{"scontrol", "bogus"}, stderr: "invalid keyword: bogus\n", code: 1},
-		{args: []string{"scontrol", "takeover"}, stderr: "scontrol: error: takeover: the controller does not support this command yet\n", code: 1},
+		{args: []string{"scontrol", "reboot"}, stderr: "scontrol: error: reboot: the controller does not support this command yet\n", code: 1},
 		{args: []string{"scontrol", "update", "garbage"}, stderr: "Invalid input: garbage\nRequest aborted\n", code: 1},
 		{args: []string{"scontrol", "update", "TimeLimit=5"}, stderr: "No valid entity in update command\nInput line must include \"NodeName\", \"PartitionName\", \"Reservation/ReservationName\", \"FrontendName\", \"SuspendExcNodes\", \"SuspendExcParts\", \"SuspendExcStates\", \"JobId\", \"JobName\" or \"StepId\"\n", code: 1},
 		{args: []string{"scontrol", "--bogus"}, stderr: "scontrol: unrecognized option '--bogus'\nTry \"scontrol --help\" for more information\n", code: 1},

@@ -295,3 +295,25 @@ func (c *Client) TestOnly(ctx context.Context, spec JobSpec) (*TestOnlyResponse,
 	err := c.do(ctx, http.MethodPost, "/api/testonly", SubmitRequest{Spec: spec}, &out)
 	return &out, err
 }
+
+// Share returns every association's fair-share numbers (sshare).
+func (c *Client) Share(ctx context.Context) (*ShareResponse, error) {
+	var out ShareResponse
+	err := c.do(ctx, http.MethodGet, "/api/share", nil, &out)
+	return &out, err
+}
+
+// Report returns the usage in [start, end) for sreport.
+func (c *Client) Report(ctx context.Context, start, end time.Time) (*ReportResponse, error) {
+	v := url.Values{}
+	v.Set("start", start.Format(time.RFC3339))
+	v.Set("end", end.Format(time.RFC3339))
+	var out ReportResponse
+	err := c.do(ctx, http.MethodGet, "/api/report?"+v.Encode(), nil, &out)
+	return &out, err
+}
+
+// Takeover moves the controller role to node (scontrol takeover).
+func (c *Client) Takeover(ctx context.Context, node string) error {
+	return c.do(ctx, http.MethodPost, "/api/takeover", TakeoverRequest{Node: node}, nil)
+}

@@ -847,3 +847,50 @@ type TestOnlyResponse struct {
 	Nodes     []string  `json:"nodes"`
 	Partition string    `json:"partition"`
 }
+
+// ShareRow is one association's line of sshare (Fair Tree): Depth is its
+// level (root 0). RawShares < 0 means no share; LevelFS is +Inf-free: Inf
+// is sent as -1. FairShare is set for user associations only.
+type ShareRow struct {
+	Account      string  `json:"account"`
+	User         string  `json:"user,omitempty"`
+	Depth        int     `json:"depth"`
+	RawShares    int     `json:"raw_shares"`
+	NormShares   float64 `json:"norm_shares"`
+	RawUsage     float64 `json:"raw_usage"`
+	NormUsage    float64 `json:"norm_usage"`
+	EffectvUsage float64 `json:"effectv_usage"`
+	LevelFS      float64 `json:"level_fs"`
+	FairShare    float64 `json:"fair_share"`
+}
+
+// ShareResponse answers GET /api/share: every association in tree order.
+type ShareResponse struct {
+	Cluster string     `json:"cluster"`
+	Rows    []ShareRow `json:"rows"`
+}
+
+// ReportUsage is the CPU-seconds one user used under one account inside a
+// report window.
+type ReportUsage struct {
+	Account    string  `json:"account"`
+	User       string  `json:"user"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+}
+
+// ReportResponse answers GET /api/report?start=&end= (RFC 3339): the
+// window, the cluster's CPU count, the associations in tree order (for
+// sreport's account trees) and usage per account and user in the window.
+type ReportResponse struct {
+	Cluster   string        `json:"cluster"`
+	Start     time.Time     `json:"start"`
+	End       time.Time     `json:"end"`
+	TotalCPUs int64         `json:"total_cpus"`
+	Assocs    []ShareRow    `json:"assocs"`
+	Usage     []ReportUsage `json:"usage"`
+}
+
+// TakeoverRequest is scontrol takeover: Raft leadership moves to Node.
+type TakeoverRequest struct {
+	Node string `json:"node"`
+}

@@ -14,6 +14,9 @@ const (
 	DefaultAPIPort           = 7817
 	DefaultRaftPort          = 7818
 	DefaultGossipPort        = 7819
+	// DefaultPrologEpilogTimeout is Slurm's PrologEpilogTimeout default
+	// (65534 s: practically no limit).
+	DefaultPrologEpilogTimeout = 65534
 )
 
 // MaxNodes is the largest number of nodes a configuration may define.
@@ -31,7 +34,14 @@ type Config struct {
 	// controller's memory (squeue -j, scontrol show job) before only
 	// accounting knows it (default 300, as Slurm).
 	MinJobAge int
-	Priority  Priority
+	// Prolog and Epilog are the absolute paths of the scripts each node
+	// runs as root before a job starts there and after it ended there;
+	// "" for none. PrologEpilogTimeout bounds each run, in seconds
+	// (default 65534, as Slurm).
+	Prolog              string
+	Epilog              string
+	PrologEpilogTimeout int
+	Priority            Priority
 	// PreemptType is preempt/none (default) or preempt/qos; PreemptMode
 	// OFF (default), REQUEUE or CANCEL.
 	PreemptType string

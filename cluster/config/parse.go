@@ -73,6 +73,7 @@ func parse(r io.Reader, file string) (*Config, error) {
 		cfg: &Config{
 			KillWait:            DefaultKillWait,
 			MinJobAge:           DefaultMinJobAge,
+			PrologEpilogTimeout: DefaultPrologEpilogTimeout,
 			Priority:            Priority{Type: "priority/basic", MaxAgeMin: 7 * 24 * 60, DecayHalfLifeMin: 7 * 24 * 60},
 			PreemptType:         "preempt/none",
 			PreemptMode:         "OFF",
@@ -315,6 +316,21 @@ func (p *parser) topKey(n int, kv pair) error {
 			return p.errf(n, "invalid MinJobAge=%s: expected seconds", kv.value)
 		}
 		c.MinJobAge = v
+	case "prolog", "epilog":
+		if !strings.HasPrefix(kv.value, "/") {
+			return p.errf(n, "invalid %s=%s: expected an absolute path", kv.key, kv.value)
+		}
+		if kv.lower == "prolog" {
+			c.Prolog = kv.value
+		} else {
+			c.Epilog = kv.value
+		}
+	case "prologepilogtimeout":
+		v, err := positiveInt(kv.value)
+		if err != nil {
+			return p.errf(n, "invalid PrologEpilogTimeout=%s: expected seconds", kv.value)
+		}
+		c.PrologEpilogTimeout = v
 	case "enforcepartlimits":
 		switch v := strings.ToUpper(kv.value); v {
 		case "ALL", "ANY", "NO":

@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"math"
+	"net/http"
+	"sort"
+	"time"
+
+	"hpc/accounting"
+	"hpc/cluster/api"
+	"hpc/sched"
+)
+
+// registerShareRoutes adds the sshare and sreport routes to the API.
+func (d *Daemon) registerShareRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/share", d.leaderRoute(d.handleShare))
+	mux.HandleFunc("GET /api/report", d.leaderRoute(d.handleReport))
+}
+
+// shareSnapshot is what the scheduler would see now, without the pending
+// jobs: enough for fair-share.
+func (d *Daemon) shareSnapshot(now time.Time) sched.Snapshot {
+	snap := sched.Snapshot{Now: now, Config: schedConfig(d.cfg), Partitions: schedPartitions(d.cfg)}
+	d.fsm.view(func(st *state) {
+		snap.Nodes = schedNodes(d.cfg, st)
+		snap.QOS, snap.Assocs = st.Acct.schedInputs()
+		for _, j := range st.Jobs {
+			if j.State == api.StateRunning || j.State == api.StateCompleting {
+				snap.Running = append(snap.Running, runningJob(j))
+			}
+		}
+	})
+	sort.Slice(snap.Running, func(a, b int) bool { return snap.Running[a].ID < snap.Running[b].ID })
+	snap.Usage = pastUsage(d.acct, now, snap.Config.PriorityDecayHalfLife)
+	return snap
+}
+
+// pastUsage reads the ended jobs' usage over the fair-share window from
+// accounting, as the scheduler's usageFor does but uncached.
+func pastUsage(acct *accounting.Store, now time.Time, halfLife time.Duration) []sched.Usage {
+	if acct == nil {
+		return nil
+	}
+	since := now.Add(-30 * 24 * time.Hour)
+	if halfLife > 0 {
+		since = now.Add(-8 * halfLife)
+	}
+	rows, err := acct.Query(accounting.Filter{StartAfter: since, JobsOnly: true})
+	if err != nil {
+		return nil
+	}
+	var out []sched.Usage
+	for _, r := range rows {
+		j := r.Job
+		if j.Start.IsZero() || j.End.IsZero() || j.AllocCPUs == 0 {
+			continue // running jobs come from the snapshot
+		}
+		out = append(out, sched.Usage{Account: j.Account, User: j.User, CPUs: j.AllocCPUs, Start: j.Start, End: j.End})
+	}
+	return out
+}
+
+func shareRows(in []sched.AssocShare) []api.ShareRow {
+	out := make([]api.ShareRow, 0, len(in))
+	for _, s := range in {
+		r := api.ShareRow{Account: s.Account, User: s.User, Depth: s.Depth, RawShares: s.RawShares,
+			NormShares: s.NormShares, RawUsage: s.RawUsage, NormUsage: s.NormUsage,
+			EffectvUsage: s.EffectvUsage, LevelFS: s.LevelFS, FairShare: s.FairShare}
+		if math.IsInf(r.LevelFS, 0) || math.IsNaN(r.LevelFS) {
+			r.LevelFS = -1
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (d *Daemon) handleShare(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	rows := sched.Shares(d.shareSnapshot(d.now()))
+	writeJSON(w, api.ShareResponse{Cluster: d.cfg.ClusterName, Rows: shareRows(rows)})
+}
+
+func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	q := r.URL.Query()
+	start, err1 := time.Parse(time.RFC3339, q.Get("start"))
+	end, err2 := time.Parse(time.RFC3339, q.Get("end"))
+	if err1 != nil || err2 != nil || !end.After(start) {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: "Invalid time range"})
+		return
+	}
+	now := d.now()
+	out := api.ReportResponse{Cluster: d.cfg.ClusterName, Start: start, End: end}
+	for _, n := range d.cfg.Nodes {
+		out.TotalCPUs += int64(n.CPUs)
+	}
+	d.fsm.view(func(st *state) {
+		for _, a := range st.Acct.resolved() {
+			out.Assocs = append(out.Assocs, api.ShareRow{Account: a.Account, User: a.User, Depth: a.Depth, RawShares: a.Shares})
+		}
+	})
+	if d.acct != nil {
+		rows, err := d.acct.Query(accounting.Filter{StartAfter: start, EndBefore: end, JobsOnly: true})
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, err)
+			return
+		}
+		out.Usage = reportUsage(rows, start, end, now)
+	}
+	writeJSON(w, out)
+}
+
+// reportUsage sums AllocCPUs times the part of each started job's run
+// inside [start, end) per account and user; a running job counts up to now.
+func reportUsage(rows []accounting.Row, start, end, now time.Time) []api.ReportUsage {
+	type key struct{ acct, user string }
+	sum := map[key]float64{}
+	for _, r := range rows {
+		j := r.Job
+		if j.Start.IsZero() || j.AllocCPUs == 0 {
+			continue
+		}
+		stop := j.End
+		if stop.IsZero() {
+			stop = now
+		}
+		lo, hi := j.Start, stop
+		if lo.Before(start) {
+			lo = start
+		}
+		if hi.After(end) {
+			hi = end
+		}
+		if !hi.After(lo) {
+			continue
+		}
+		sum[key{j.Account, j.User}] += float64(j.AllocCPUs) * hi.Sub(lo).Seconds()
+	}
+	out := make([]api.ReportUsage, 0, len(sum))
+	for k, v := range sum {
+		out = append(out, api.ReportUsage{Account: k.acct, User: k.user, CPUSeconds: v})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Account != out[b].Account {
+			return out[a].Account < out[b].Account
+		}
+		return out[a].User < out[b].User
+	})
+	return out
+}

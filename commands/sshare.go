@@ -1,0 +1,184 @@
+package commands
+
+import (
+	"fmt"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"hpc/cluster/api"
+	"hpc/cluster/jobspec"
+)
+
+var sshareOpts = opts("all,a", "accounts,A,:", "users,u,:", "long,l", "noheader,n", "parsable,p", "parsable2,P",
+	"help", "usage", "version,V")
+
+// sshareMain is sshare: each association's shares, usage and Fair Tree
+// fair-share factor, from the leader.
+func sshareMain(e *Env, prog string, args []string) int {
+	v := shareView{accts: map[string]bool{}, users: map[string]bool{}}
+	_, code, done := parseOpts(e, prog, sshareOpts, args, func(o *jobspec.Opt, val string, has bool) error {
+		switch o.ID() {
+		case "a":
+			v.all = true
+		case "A":
+			for _, s := range splitList(val) {
+				v.accts[s] = true
+			}
+		case "u":
+			for _, s := range splitList(val) {
+				v.users[s] = true
+			}
+		case "l":
+			v.long = true
+		case "n":
+			v.noHeader = true
+		case "p":
+			v.sep, v.trailing = "|", true
+		case "P":
+			v.sep, v.trailing = "|", false
+		case "help", "usage":
+			fmt.Fprintln(e.Stdout, "Usage: sshare [-a] [-A account[s]] [-u user[s]] [-l] [-n] [-p|-P]")
+			return quit{0}
+		case "V":
+			fmt.Fprintln(e.Stdout, slurmVersion)
+			return quit{0}
+		}
+		return nil
+	})
+	if done {
+		return code
+	}
+	if !v.all && len(v.users) == 0 {
+		if u, err := user.LookupId(strconv.Itoa(e.UID)); err == nil {
+			v.users[u.Username] = true
+		} else {
+			v.all = true
+		}
+	}
+	cl, ctx, cancel, err := connect(e)
+	if err != nil {
+		_, msg := errText(err)
+		e.errorf(prog, "%s", msg)
+		return 1
+	}
+	defer cancel()
+	resp, err := cl.Share(ctx)
+	if err != nil {
+		_, msg := errText(err)
+		e.errorf(prog, "%s", msg)
+		return 1
+	}
+	fmt.Fprint(e.Stdout, formatSshare(resp, v))
+	return 0
+}
+
+type shareView struct {
+	all, long, noHeader bool
+	accts, users        map[string]bool
+	sep                 string // "" for fixed-width columns
+	trailing            bool   // -p: a separator after the last field too
+}
+
+// sshareColumn is one column: its title and width (Slurm's defaults).
+type sshareColumn struct {
+	title string
+	width int
+	left  bool
+}
+
+// formatSshare prints sshare's table: accounts always (those under -A when
+// given), user associations of the selected users (all with -a).
+func formatSshare(resp *api.ShareResponse, v shareView) string {
+	cols := []sshareColumn{{"Account", 20, true}, {"User", 10, false}, {"RawShares", 10, false},
+		{"NormShares", 11, false}, {"RawUsage", 11, false}}
+	if v.long {
+		cols = append(cols, sshareColumn{"NormUsage", 11, false})
+	}
+	cols = append(cols, sshareColumn{"EffectvUsage", 13, false}, sshareColumn{"FairShare", 10, false})
+	if v.long {
+		cols = append(cols, sshareColumn{"LevelFS", 10, false})
+	}
+	var b strings.Builder
+	line := func(vals []string, header bool) {
+		for i, c := range cols {
+			s := vals[i]
+			switch {
+			case v.sep != "":
+				b.WriteString(s)
+				if i < len(cols)-1 || v.trailing {
+					b.WriteString(v.sep)
+				}
+				continue
+			case len(s) > c.width:
+				s = s[:c.width]
+			}
+			if c.left && !header {
+				fmt.Fprintf(&b, "%-*s ", c.width, s)
+			} else {
+				fmt.Fprintf(&b, "%*s ", c.width, s)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	if !v.noHeader {
+		var t, d []string
+		for _, c := range cols {
+			t = append(t, c.title)
+			d = append(d, strings.Repeat("-", c.width))
+		}
+		line(t, true)
+		if v.sep == "" {
+			line(d, true)
+		}
+	}
+	// Under -A, an account's subtree is shown (its depth marks it).
+	inAcct := -1
+	for _, r := range resp.Rows {
+		if len(v.accts) > 0 {
+			if inAcct >= 0 && r.Depth <= inAcct {
+				inAcct = -1
+			}
+			if inAcct < 0 && r.User == "" && v.accts[r.Account] {
+				inAcct = r.Depth
+			}
+			if inAcct < 0 {
+				continue
+			}
+		}
+		if r.User != "" && !v.all && !v.users[r.User] {
+			continue
+		}
+		f6 := func(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
+		name := strings.Repeat(" ", r.Depth) + r.Account
+		raw := strconv.Itoa(r.RawShares)
+		if r.RawShares < 0 {
+			raw = "0"
+		}
+		fs := ""
+		if r.User != "" {
+			fs = f6(r.FairShare)
+		}
+		vals := []string{name, r.User, raw, f6(r.NormShares), strconv.FormatInt(int64(r.RawUsage), 10)}
+		if r.Depth == 0 {
+			vals[2], vals[3] = "", f6(0) // root has no share of its own
+		}
+		if v.long {
+			vals = append(vals, f6(r.NormUsage))
+		}
+		vals = append(vals, f6(r.EffectvUsage), fs)
+		if v.long {
+			lfs := ""
+			switch {
+			case r.Depth == 0:
+			case r.LevelFS < 0:
+				lfs = "inf"
+			default:
+				lfs = f6(r.LevelFS)
+			}
+			vals = append(vals, lfs)
+		}
+		line(vals, false)
+	}
+	return b.String()
+}
