@@ -613,18 +613,11 @@ func TestAcctSchedInputs(t *testing.T) {
 
 // ---- through a real daemon ----
 
-// startAcctNode starts a one-node cluster on addresses of its own, so it
-// does not collide with startOne's.
+// startAcctNode starts a one-node cluster (on a random loopback address of
+// its own, as startOne does).
 func startAcctNode(t *testing.T) (*Daemon, *api.Client) {
 	t.Helper()
-	return startOneWith(t, func(o *Options) {
-		for i := range o.Config.Nodes {
-			o.Config.Nodes[i].Addr = "127.0.68.1"
-		}
-		for i := range o.Config.ControlHosts {
-			o.Config.ControlHosts[i].Addr = "127.0.68.1"
-		}
-	})
+	return startOne(t)
 }
 
 // serveAs sends a request to the daemon's API as the given identity, as
@@ -651,7 +644,7 @@ func TestAcctmgrAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Cluster != (api.AcctCluster{Name: "lab", ControlHost: "127.0.68.1", ControlPort: 26817, RPC: 9728}) || len(st.QOS) != 1 || len(st.Assocs) != 2 {
+	if st.Cluster != (api.AcctCluster{Name: "lab", ControlHost: d.self.Addr, ControlPort: 26817, RPC: 9728}) || len(st.QOS) != 1 || len(st.Assocs) != 2 {
 		t.Fatalf("show: %+v", st)
 	}
 	// The test runs as root: peer credentials make it an administrator.
