@@ -125,6 +125,15 @@ func TestRealWorldScripts(t *testing.T) {
 			}
 		}
 	})
+	t.Run("MultiProg", func(t *testing.T) {
+		os.WriteFile(filepath.Join(work, "mp.conf"), []byte("0 echo leader %t\n1-3 echo worker %t offset %o\n"), 0o644)
+		out := run(work, "srun", "-n", "4", "-l", "--multi-prog", "mp.conf")
+		for _, want := range []string{"0: leader 0", "1: worker 1 offset 0", "2: worker 2 offset 1", "3: worker 3 offset 2"} {
+			if !strings.Contains(out, want+"\n") {
+				t.Errorf("multi-prog output lacks %q:\n%s", want, out)
+			}
+		}
+	})
 	t.Run("Bookkeeping", func(t *testing.T) {
 		id := strings.TrimSpace(run(work, "sbatch", "--parsable", "--wait", "bookkeeping.sh"))
 		b, err := os.ReadFile(filepath.Join(work, "results", "bookkeeping-"+id+".txt"))

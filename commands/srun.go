@@ -29,16 +29,19 @@ import (
 
 // runOpts is a parsed srun or salloc command line.
 type runOpts struct {
-	alloc   []string // the allocation options, as sbatch takes them
-	spec    api.JobSpec
-	set     map[string]bool // options given, by sbatch's long name
-	label   bool
-	export  string
-	jobID   uint64
-	quiet   bool
-	argv    []string
-	help    bool
-	version bool
+	alloc  []string // the allocation options, as sbatch takes them
+	spec   api.JobSpec
+	set    map[string]bool // options given, by sbatch's long name
+	label  bool
+	export string
+	jobID  uint64
+	quiet  bool
+	argv   []string
+	// multiProg is --multi-prog: argv is a dispatcher made from the file.
+	multiProg bool
+	name      string
+	help      bool
+	version   bool
 }
 
 // allocOptions are the options of srun and salloc that shape an allocation
@@ -87,7 +90,7 @@ var runOnlyOptions = []jobspec.Opt{
 }
 
 // unsupported are options hpc's srun accepts but cannot honour yet.
-var unsupported = map[string]bool{"pty": true, "multi-prog": true, "output": true, "error": true, "input": true}
+var unsupported = map[string]bool{"pty": true, "output": true, "error": true, "input": true}
 
 // parseRun parses srun's or salloc's arguments; done reports that the
 // command is over (help, or an error already printed) with status code.
@@ -122,6 +125,8 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 			o.jobID = id
 		case "quiet":
 			o.quiet = true
+		case "multi-prog":
+			o.multiProg = true
 		case "help", "usage":
 			o.help = true
 		case "version":
@@ -160,6 +165,21 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 		o.spec.WorkDir = filepath.Join(e.Cwd, o.spec.WorkDir)
 	}
 	o.argv = rest
+	if o.multiProg {
+		if len(rest) != 1 {
+			fmt.Fprintf(e.Stderr, "%s: fatal: --multi-prog takes exactly one configuration file\n", prog)
+			return nil, 1, true
+		}
+		argv, err := multiProg(rest[0], e.Cwd)
+		if err != nil {
+			e.errorf(prog, "%v", err)
+			return nil, 1, true
+		}
+		o.argv = argv
+		if o.name == "" {
+			o.name = filepath.Base(rest[0])
+		}
+	}
 	return o, 0, false
 }
 
@@ -245,6 +265,9 @@ func srunMain(e *Env, prog string, args []string) int {
 	spec.SubmitHost = e.Hostname
 	if !o.set["job-name"] {
 		spec.Name = filepath.Base(o.argv[0])
+		if o.name != "" {
+			spec.Name = o.name
+		}
 	}
 	a, code, ok := allocate(ctx, e, prog, con, cl, spec, o.quiet, sigs)
 	if !ok {
@@ -342,6 +365,7 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 	syscall.Umask(mask)
 	req := api.StepRequest{
 		JobID:   jobID,
+		Name:    o.name,
 		Argv:    o.argv,
 		Env:     append(append([]string(nil), e.Environ...), fmt.Sprintf("SLURM_UMASK=%04o", mask)),
 		Export:  o.export,
