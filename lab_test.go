@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"hpc/accounting"
 	"hpc/cluster/config"
 )
@@ -116,11 +118,14 @@ func owner(t *testing.T, path string) uint32 {
 // meet; extra lines are added to the config. It returns the lab and what
 // `hpc up` printed; the lab is stopped (its logs shown if the test failed)
 // and removed at cleanup.
-func startLab(t *testing.T, prefix string, nodes int, net string, api int, extra string) (*labT, string) {
+func startLab(t *testing.T, prefix string, nodes int, net string, api int, extra string, prepare ...func(top string)) (*labT, string) {
 	t.Helper()
 	top, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range prepare {
+		p(top) // e.g. a gres.conf next to the config
 	}
 	os.Chmod(top, 0o755)
 	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
@@ -543,5 +548,64 @@ func TestLabUnprivileged(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(home, "slurm-"+m[1]+".out"))
 	if err != nil || !strings.Contains(string(b), fmt.Sprintf("uid=%d node=node", nobody)) {
 		t.Fatalf("output %q %v", b, err)
+	}
+}
+
+// A GPU job may open the device files of the GPUs it was given and no
+// others: the devices cgroup enforces the allocation. The "GPUs" are
+// device nodes made for the test under /dev, where real GPUs live, with
+// the numbers of two devices any root process may open (/dev/fuse and
+// /dev/net/tun); they are removed at the end. A job given both GPUs opens
+// both, so the refusal comes from the allocation, not the device.
+func TestLabGPUDevices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: device nodes and containers")
+	}
+	var usable []uint64
+	for _, p := range []string{"/dev/fuse", "/dev/net/tun"} {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
+			continue
+		}
+		if f, err := os.Open(p); err == nil {
+			f.Close()
+			usable = append(usable, st.Rdev)
+		}
+	}
+	if len(usable) < 2 {
+		t.Skip("needs /dev/fuse and /dev/net/tun to borrow device numbers from")
+	}
+	prefix := fmt.Sprintf("/dev/hpctest-%d-gpu", os.Getpid())
+	l, _ := startLab(t, "hpc-gpu-", 1, "127.0.93.", 29917, "KillWait=2\n", func(top string) {
+		for i, rdev := range usable {
+			p := fmt.Sprintf("%s%d", prefix, i)
+			if err := unix.Mknod(p, unix.S_IFCHR|0o600, int(rdev)); err != nil {
+				t.Skipf("cannot make device nodes here: %v", err)
+			}
+			t.Cleanup(func() { os.Remove(p) })
+		}
+		os.WriteFile(filepath.Join(top, "gres.conf"), []byte("NodeName=node1 Name=gpu File="+prefix+"[0-1]\n"), 0o644)
+	})
+	out, _, _ := l.run(0, l.top, "status")
+	if !strings.Contains(out, "Steps:    containers") {
+		t.Skipf("steps do not run in containers here:\n%s", out)
+	}
+	script := fmt.Sprintf("echo CUDA=$CUDA_VISIBLE_DEVICES\n(exec 3<%s0) 2>/dev/null && echo gpu0 opened || echo gpu0 refused\n"+
+		"(exec 4<%s1) 2>/dev/null && echo gpu1 opened || echo gpu1 refused\n", prefix, prefix)
+	for _, c := range []struct{ gres, want string }{
+		{"gpu:1", "CUDA=0\ngpu0 opened\ngpu1 refused\n"},
+		{"gpu:2", "CUDA=0,1\ngpu0 opened\ngpu1 opened\n"},
+	} {
+		stdout, errs, code := l.run(0, l.top, "submit", "--wait", "-o", "gpu.out", "--gres="+c.gres, "--wrap", script)
+		if code != 0 {
+			t.Fatalf("gpu job: %d %q %q", code, stdout, errs)
+		}
+		b, _ := os.ReadFile(filepath.Join(l.top, "gpu.out"))
+		if got := string(b); got != c.want {
+			t.Errorf("--gres=%s: output %q, want %q", c.gres, got, c.want)
+		}
 	}
 }

@@ -132,6 +132,7 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		Truncate: j.Spec.OpenMode != "append" && j.Restarts == 0,
 		CPUs:     mine.CPUs,
 		MemMB:    mine.MemMB,
+		Devices:  d.gresDevices(mine),
 	}
 	spec.Env = d.stepEnv(&j, j.Spec.Env, envSlot{
 		masterAddr: d.nodeAddr(j.BatchHost), masterPort: d.masterPort(j.ID),

@@ -355,3 +355,24 @@ func (d *Daemon) masterPort(jobID uint64) int {
 	}
 	return 10000 + base
 }
+
+// gresDevices are the device files of the GRES allocated on this node, from
+// gres.conf: device i of a name is the i-th file of that name's lines for
+// this node, in file order (how the scheduler numbers them).
+func (d *Daemon) gresDevices(mine api.NodeAlloc) []string {
+	files := map[string][]string{}
+	for _, g := range d.cfg.GresDevices {
+		if g.Node == d.o.Name {
+			files[g.Name] = append(files[g.Name], g.Files...)
+		}
+	}
+	var out []string
+	for _, g := range mine.Gres {
+		for _, i := range g.Indices {
+			if list := files[g.Name]; i >= 0 && i < len(list) && list[i] != "" {
+				out = append(out, list[i])
+			}
+		}
+	}
+	return out
+}

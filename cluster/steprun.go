@@ -645,7 +645,7 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	}
 	spec := exec.StepSpec{
 		ID: fmt.Sprintf("%d.%d", j.ID, s.ID), UID: j.UID, GID: j.GID, WorkDir: workDir,
-		CPUs: cpus, MemMB: mine.MemMB, Tasks: tasks,
+		CPUs: cpus, MemMB: mine.MemMB, Tasks: tasks, Devices: d.gresDevices(mine),
 		OnTaskEnd: func(i int, r exec.TaskResult) {
 			_ = out.send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal}})
 		},

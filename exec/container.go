@@ -278,6 +278,35 @@ func deviceNodes() []*devconfig.Device {
 	return out
 }
 
+// stepDeviceRules allows a step its own device files (allocated GRES): a
+// rule per device, and a device node in the step's /dev for those that live
+// under /dev (others are reached through the host's file system).
+func stepDeviceRules(paths []string) ([]*devconfig.Rule, []*devconfig.Device, error) {
+	var rules []*devconfig.Rule
+	var nodes []*devconfig.Device
+	for _, p := range paths {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			return nil, nil, fmt.Errorf("GRES device %s: %w", p, err)
+		}
+		var typ devconfig.Type
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFCHR:
+			typ = devconfig.CharDevice
+		case unix.S_IFBLK:
+			typ = devconfig.BlockDevice
+		default:
+			return nil, nil, fmt.Errorf("GRES device %s is not a device file", p)
+		}
+		rule := devconfig.Rule{Type: typ, Major: int64(unix.Major(uint64(st.Rdev))), Minor: int64(unix.Minor(uint64(st.Rdev))), Permissions: "rwm", Allow: true}
+		rules = append(rules, &rule)
+		if strings.HasPrefix(p, "/dev/") {
+			nodes = append(nodes, &devconfig.Device{Path: p, FileMode: 0o666, Rule: rule})
+		}
+	}
+	return rules, nodes, nil
+}
+
 // deviceRules: deny everything, then allow the step's devices and ptys.
 func deviceRules() []*devconfig.Rule {
 	rules := []*devconfig.Rule{{
@@ -301,7 +330,11 @@ func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, 
 		return nil, fmt.Errorf("list the host's mounts: %w", err)
 	}
 	pids := int64(pidsLimit)
-	res := &cgroups.Resources{Devices: r.devRules, PidsLimit: &pids}
+	extraRules, extraNodes, err := stepDeviceRules(spec.Devices)
+	if err != nil {
+		return nil, err
+	}
+	res := &cgroups.Resources{Devices: append(append([]*devconfig.Rule(nil), r.devRules...), extraRules...), PidsLimit: &pids}
 	if spec.MemMB > 0 {
 		res.Memory = spec.MemMB << 20
 		if r.v2 || r.memsw {
@@ -340,7 +373,7 @@ func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, 
 		},
 		Cgroups: &cgroups.Cgroup{Path: r.cgParent + "/" + cid, Resources: res},
 		Mounts:  mounts,
-		Devices: deviceNodes(),
+		Devices: append(deviceNodes(), extraNodes...),
 		MaskPaths: []string{
 			"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 			"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",

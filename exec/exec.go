@@ -56,6 +56,11 @@ type StepSpec struct {
 	Truncate bool
 	// CPUs limits CPU time to CPUs full CPUs (a CFS quota); 0 means no limit.
 	CPUs int
+	// Devices are device files the step may open besides the standard
+	// ones (/dev/null, /dev/zero, ...): its allocated GRES (GPUs). In
+	// container mode the devices cgroup denies every other device, so a job
+	// can open only the GPUs it was given; plain mode cannot enforce it.
+	Devices []string
 	// MemMB limits memory (and memory plus swap, so no swap) in MiB; 0 means
 	// no limit.
 	MemMB int64
