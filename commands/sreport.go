@@ -140,56 +140,20 @@ type reportView struct {
 	top        int
 }
 
-type reportCol struct {
-	title string
-	width int
-	left  bool
-}
-
 // table prints sreport's header block and a table.
-func (v reportView) table(title string, cols []reportCol, rows [][]string) string {
+func (v reportView) table(title string, cols []column, rows [][]string) string {
 	var b strings.Builder
 	if !v.noHeader {
 		dash := strings.Repeat("-", 80)
 		units := map[string]string{"minutes": "CPU Minutes", "hours": "CPU Hours", "seconds": "CPU Seconds", "percent": "Percentage of Total"}
 		fmt.Fprintf(&b, "%s\n%s\nUsage reported in %s\n%s\n", dash, title, units[v.unit], dash)
 	}
-	line := func(vals []string, header bool) {
-		for i, c := range cols {
-			s := vals[i]
-			if v.sep != "" {
-				b.WriteString(s)
-				if i < len(cols)-1 || v.trailing {
-					b.WriteString(v.sep)
-				}
-				continue
-			}
-			if len(s) > c.width {
-				s = s[:c.width]
-			}
-			if c.left && !header {
-				fmt.Fprintf(&b, "%-*s ", c.width, s)
-			} else {
-				fmt.Fprintf(&b, "%*s ", c.width, s)
-			}
-		}
-		b.WriteByte('\n')
-	}
-	if !v.noHeader {
-		var t, d []string
-		for _, c := range cols {
-			t = append(t, c.title)
-			d = append(d, strings.Repeat("-", c.width))
-		}
-		line(t, true)
-		if v.sep == "" {
-			line(d, true)
-		}
-	}
+	t := &tableWriter{cols: cols, sep: v.sep, trailing: v.trailing, noHeader: v.noHeader}
+	t.header()
 	for _, r := range rows {
-		line(r, false)
+		t.line(r, false)
 	}
-	return b.String()
+	return b.String() + t.b.String()
 }
 
 func (v reportView) span() string {
@@ -224,7 +188,7 @@ func formatClusterUtil(r *api.ReportResponse, v reportView) string {
 		alloc += u.CPUSeconds
 	}
 	idle := max(reported-alloc, 0)
-	cols := []reportCol{{"Cluster", 9, false}, {"Allocated", 13, false}, {"Down", 10, false}, {"PLND Down", 9, false},
+	cols := []column{{"Cluster", 9, false}, {"Allocated", 13, false}, {"Down", 10, false}, {"PLND Down", 9, false},
 		{"Idle", 13, false}, {"Planned", 10, false}, {"Reported", 13, false}}
 	row := []string{r.Cluster, v.amount(alloc, reported), v.amount(0, reported), v.amount(0, reported),
 		v.amount(idle, reported), v.amount(0, reported), v.amount(reported, reported)}
@@ -272,7 +236,7 @@ func formatTopUsage(r *api.ReportResponse, v reportView) string {
 		list = list[:top]
 	}
 	total := float64(r.TotalCPUs) * v.end.Sub(v.start).Seconds()
-	cols := []reportCol{{"Cluster", 9, false}, {"Login", 9, false}, {"Proper Name", 15, false},
+	cols := []column{{"Cluster", 9, false}, {"Login", 9, false}, {"Proper Name", 15, false},
 		{"Account", 15, false}, {"Used", 10, false}, {"Energy", 8, false}}
 	var rows [][]string
 	for _, x := range list {
@@ -304,7 +268,7 @@ func formatAcctByUser(r *api.ReportResponse, v reportView) string {
 			}
 		}
 	}
-	cols := []reportCol{{"Cluster", 9, false}, {"Account", 15, false}, {"Login", 9, false},
+	cols := []column{{"Cluster", 9, false}, {"Account", 15, false}, {"Login", 9, false},
 		{"Proper Name", 15, false}, {"Used", 10, false}, {"Energy", 8, false}}
 	var rows [][]string
 	for _, a := range r.Assocs {

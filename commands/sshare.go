@@ -80,58 +80,20 @@ type shareView struct {
 	trailing            bool   // -p: a separator after the last field too
 }
 
-// sshareColumn is one column: its title and width (Slurm's defaults).
-type sshareColumn struct {
-	title string
-	width int
-	left  bool
-}
-
 // formatSshare prints sshare's table: accounts always (those under -A when
 // given), user associations of the selected users (all with -a).
 func formatSshare(resp *api.ShareResponse, v shareView) string {
-	cols := []sshareColumn{{"Account", 20, true}, {"User", 10, false}, {"RawShares", 10, false},
+	cols := []column{{"Account", 20, true}, {"User", 10, false}, {"RawShares", 10, false},
 		{"NormShares", 11, false}, {"RawUsage", 11, false}}
 	if v.long {
-		cols = append(cols, sshareColumn{"NormUsage", 11, false})
+		cols = append(cols, column{"NormUsage", 11, false})
 	}
-	cols = append(cols, sshareColumn{"EffectvUsage", 13, false}, sshareColumn{"FairShare", 10, false})
+	cols = append(cols, column{"EffectvUsage", 13, false}, column{"FairShare", 10, false})
 	if v.long {
-		cols = append(cols, sshareColumn{"LevelFS", 10, false})
+		cols = append(cols, column{"LevelFS", 10, false})
 	}
-	var b strings.Builder
-	line := func(vals []string, header bool) {
-		for i, c := range cols {
-			s := vals[i]
-			switch {
-			case v.sep != "":
-				b.WriteString(s)
-				if i < len(cols)-1 || v.trailing {
-					b.WriteString(v.sep)
-				}
-				continue
-			case len(s) > c.width:
-				s = s[:c.width]
-			}
-			if c.left && !header {
-				fmt.Fprintf(&b, "%-*s ", c.width, s)
-			} else {
-				fmt.Fprintf(&b, "%*s ", c.width, s)
-			}
-		}
-		b.WriteByte('\n')
-	}
-	if !v.noHeader {
-		var t, d []string
-		for _, c := range cols {
-			t = append(t, c.title)
-			d = append(d, strings.Repeat("-", c.width))
-		}
-		line(t, true)
-		if v.sep == "" {
-			line(d, true)
-		}
-	}
+	t := &tableWriter{cols: cols, sep: v.sep, trailing: v.trailing, noHeader: v.noHeader}
+	t.header()
 	// Under -A, an account's subtree is shown (its depth marks it).
 	inAcct := -1
 	for _, r := range resp.Rows {
@@ -178,7 +140,7 @@ func formatSshare(resp *api.ShareResponse, v shareView) string {
 			}
 			vals = append(vals, lfs)
 		}
-		line(vals, false)
+		t.line(vals, false)
 	}
-	return b.String()
+	return t.b.String()
 }
