@@ -609,3 +609,61 @@ func TestLabGPUDevices(t *testing.T) {
 		}
 	}
 }
+
+// `hpc up --join` starts one node of a cluster whose config and key it is
+// given (as the Vagrantfile does on each VM): here a controller and a node
+// that is only an agent, each in a directory of its own, as on two
+// machines. The agent's status shows the controller's Raft view and a
+// two-node job runs across both.
+func TestLabJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	top, err := os.MkdirTemp("", "hpc-join-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(top, 0o755)
+	l := &labT{t: t, top: top, bin: filepath.Join(top, "hpc")}
+	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	conf := filepath.Join(top, "slurm.conf")
+	os.WriteFile(conf, []byte("ClusterName=vlab\nSlurmctldHost=node1(127.0.95.1)\nHpcApiPort=30817\nHpcRaftPort=30818\nHpcGossipPort=30819\n"+
+		"NodeName=DEFAULT CPUs=2 RealMemory=2000\nNodeName=node1 NodeAddr=127.0.95.1\nNodeName=node2 NodeAddr=127.0.95.2\n"+
+		"PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=1-00:00:00 State=UP\n"), 0o644)
+	key := filepath.Join(top, "cluster.key")
+	os.WriteFile(key, []byte("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"), 0o600)
+	dirs := map[string]string{"node1": filepath.Join(top, "m1"), "node2": filepath.Join(top, "m2")}
+	t.Cleanup(func() {
+		for n, d := range dirs {
+			l.run(0, top, "down", "--dir", d)
+			if t.Failed() {
+				b, _ := os.ReadFile(filepath.Join(d, n, "hpc.log"))
+				t.Logf("--- log of %s:\n%s", n, b)
+			}
+		}
+		os.RemoveAll(top)
+	})
+	for _, c := range [][2]string{{"node1", "127.0.95.2:30819"}, {"node2", "127.0.95.1:30819"}} {
+		out, errs, code := l.run(0, top, "up", "--dir", dirs[c[0]], "--join", c[1], "--name", c[0], "--config", conf, "--key-file", key, "--timeout", "60s")
+		if code != 0 {
+			t.Fatalf("up --join as %s: %d\n%s\n%s", c[0], code, out, errs)
+		}
+	}
+	l.dir = dirs["node2"] // the agent's side: every command goes through it
+	out, _, _ := l.run(0, top, "status")
+	if !strings.Contains(out, "Node:     node2 (Agent (not a controller))") || !strings.Contains(out, "Leader:   node1") {
+		t.Errorf("agent's status:\n%s", out)
+	}
+	work := filepath.Join(top, "work")
+	os.Mkdir(work, 0o755)
+	out, errs, code := l.run(0, work, "submit", "--wait", "-N", "2", "-o", "j.out", "--wrap", "echo $SLURM_JOB_NODELIST")
+	b, _ := os.ReadFile(filepath.Join(work, "j.out"))
+	if code != 0 || string(b) != "node[1-2]\n" {
+		t.Errorf("two-node job through the agent: %d %q %q output %q", code, out, errs, b)
+	}
+}

@@ -326,6 +326,24 @@ func (d *Daemon) callNode(ctx context.Context, addr, path string, in, out any) e
 	return nil
 }
 
+// getNode sends a signed GET to another node and decodes its answer.
+func (d *Daemon) getNode(ctx context.Context, addr, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	sign(d.o.Key, req, Identity{Node: true}, nil)
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
 // launch asks the batch host's agent to start the job. If the agent cannot
 // start it, the job fails with the agent's reason.
 func (d *Daemon) launch(j *api.Job) {

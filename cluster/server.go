@@ -451,6 +451,18 @@ func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, id Identity,
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := api.Status{Node: d.o.Name, ExecMode: d.exec.Mode(), RaftState: "Agent (not a controller)"}
+	if d.raft == nil {
+		// A node that is no controller asks one for the Raft view.
+		if addr, err := d.leaderAPI(); err == nil {
+			var cs api.Status
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			if d.getNode(ctx, addr, "/api/status", &cs) == nil {
+				st.Leader, st.LeaderAddr, st.Term, st.Voters = cs.Leader, cs.LeaderAddr, cs.Term, cs.Voters
+				st.CommitIndex, st.AppliedIdx = cs.CommitIndex, cs.AppliedIdx
+			}
+			cancel()
+		}
+	}
 	if d.raft != nil {
 		st.RaftState = d.raft.State().String()
 		addr, lid := d.raft.LeaderWithID()

@@ -327,6 +327,8 @@ func waitUp(l lab, names []string, timeout time.Duration) error {
 		case st.Leader == "":
 			say("waiting for the controllers to elect a leader ...")
 		default:
+			// The node list comes from the leader (a node that is no
+			// controller forwards the request to one).
 			resp, err := cl.Nodes(ctx)
 			if err != nil {
 				say("leader " + st.Leader + " elected; waiting for it to answer ...")
