@@ -120,28 +120,13 @@ func owner(t *testing.T, path string) uint32 {
 // and removed at cleanup.
 func startLab(t *testing.T, prefix string, nodes int, net string, api int, extra string, prepare ...func(top string)) (*labT, string) {
 	t.Helper()
-	top, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := newLabT(t, prefix)
+	top := l.top
 	for _, p := range prepare {
 		p(top) // e.g. a gres.conf next to the config
 	}
-	os.Chmod(top, 0o755)
-	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
-	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	text, err := config.Lab(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text = strings.ReplaceAll(text, "127.0.1.", net) + "\n" + extra +
-		fmt.Sprintf("HpcApiPort=%d\nHpcRaftPort=%d\nHpcGossipPort=%d\n", api, api+1, api+2)
 	conf := filepath.Join(top, "lab.conf")
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeLabConfig(t, conf, nodes, net, api, extra)
 	out, errs, code := l.run(0, top, "up", "--dir", l.dir, "--config", conf)
 	t.Cleanup(func() {
 		l.run(0, top, "down", "--dir", l.dir)
@@ -151,12 +136,63 @@ func startLab(t *testing.T, prefix string, nodes int, net string, api int, extra
 				t.Logf("--- log of node%d:\n%s", i, b)
 			}
 		}
-		os.RemoveAll(top)
 	})
 	if code != 0 {
 		t.Fatalf("hpc up: exit %d\n%s\n%s", code, out, errs)
 	}
 	return l, out
+}
+
+// startUserLab starts a lab of the given size as uid 65534 (nobody), in a
+// home directory of nobody's, so steps run as plain processes. It returns
+// the lab, the home directory and what `hpc up` printed.
+func startUserLab(t *testing.T, prefix string, nodes int, net string, api int) (*labT, string, string) {
+	t.Helper()
+	l := newLabT(t, prefix)
+	home := filepath.Join(l.top, "home")
+	os.Mkdir(home, 0o755)
+	os.Chown(home, nobody, nobody)
+	conf := filepath.Join(home, "lab.conf")
+	writeLabConfig(t, conf, nodes, net, api, "")
+	l.dir = filepath.Join(home, "lab")
+	out, errs, code := l.run(nobody, home, "up", "--dir", l.dir, "--config", conf)
+	t.Cleanup(func() { l.run(nobody, home, "down", "--dir", l.dir) })
+	if code != 0 {
+		t.Fatalf("up as nobody: %d\n%s\n%s", code, out, errs)
+	}
+	return l, home, out
+}
+
+// newLabT makes a directory every user can traverse (removed at cleanup)
+// and builds hpc into it.
+func newLabT(t *testing.T, prefix string) *labT {
+	t.Helper()
+	top, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	os.Chmod(top, 0o755)
+	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
+	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return l
+}
+
+// writeLabConfig writes config.Lab(nodes) moved to the addresses net* and
+// the ports api, api+1, api+2, with extra lines.
+func writeLabConfig(t *testing.T, path string, nodes int, net string, api int, extra string) {
+	t.Helper()
+	text, err := config.Lab(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = strings.ReplaceAll(text, "127.0.1.", net) + "\n" + extra +
+		fmt.Sprintf("HpcApiPort=%d\nHpcRaftPort=%d\nHpcGossipPort=%d\n", api, api+1, api+2)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestLabEndToEnd(t *testing.T) {
@@ -504,35 +540,12 @@ func TestLabEndToEnd(t *testing.T) {
 // user, and the status says so.
 func TestLabUnprivileged(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a real 3-node cluster")
+		t.Skip("starts a real 2-node cluster")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to become an unprivileged user")
 	}
-	top, err := os.MkdirTemp("", "hpc-lab-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
-	os.Chmod(top, 0o755)
-	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
-	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	home := filepath.Join(top, "home")
-	os.Mkdir(home, 0o755)
-	os.Chown(home, nobody, nobody)
-	text, _ := config.Lab(2)
-	text = strings.ReplaceAll(text, "127.0.1.", "127.0.78.") + "\nHpcApiPort=27917\nHpcRaftPort=27918\nHpcGossipPort=27919\n"
-	conf := filepath.Join(home, "lab.conf")
-	os.WriteFile(conf, []byte(text), 0o644)
-	l.dir = filepath.Join(home, "lab")
-
-	out, errs, code := l.run(nobody, home, "up", "--dir", l.dir, "--config", conf)
-	t.Cleanup(func() { l.run(nobody, home, "down", "--dir", l.dir) })
-	if code != 0 {
-		t.Fatalf("up as nobody: %d\n%s\n%s", code, out, errs)
-	}
+	l, home, out := startUserLab(t, "hpc-lab-user-", 2, "127.0.78.", 27917)
 	if !strings.Contains(out, "not running as root") {
 		t.Errorf("up does not say steps run as plain processes:\n%s", out)
 	}
@@ -540,7 +553,7 @@ func TestLabUnprivileged(t *testing.T) {
 	if !strings.Contains(out, "Steps:    plain processes") {
 		t.Errorf("status does not say plain processes:\n%s", out)
 	}
-	out, errs, code = l.run(nobody, home, "submit", "--wait", "--wrap", "echo uid=$(id -u) node=$SLURMD_NODENAME")
+	out, errs, code := l.run(nobody, home, "submit", "--wait", "--wrap", "echo uid=$(id -u) node=$SLURMD_NODENAME")
 	m := submittedRE.FindStringSubmatch(out)
 	if code != 0 || m == nil {
 		t.Fatalf("submit: %d %q %q", code, out, errs)
@@ -622,15 +635,8 @@ func TestLabJoin(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	top, err := os.MkdirTemp("", "hpc-join-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(top, 0o755)
-	l := &labT{t: t, top: top, bin: filepath.Join(top, "hpc")}
-	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	l := newLabT(t, "hpc-join-")
+	top := l.top
 	conf := filepath.Join(top, "slurm.conf")
 	os.WriteFile(conf, []byte("ClusterName=vlab\nSlurmctldHost=node1(127.0.95.1)\nHpcApiPort=30817\nHpcRaftPort=30818\nHpcGossipPort=30819\n"+
 		"NodeName=DEFAULT CPUs=2 RealMemory=2000\nNodeName=node1 NodeAddr=127.0.95.1\nNodeName=node2 NodeAddr=127.0.95.2\n"+
@@ -646,7 +652,6 @@ func TestLabJoin(t *testing.T) {
 				t.Logf("--- log of %s:\n%s", n, b)
 			}
 		}
-		os.RemoveAll(top)
 	})
 	for _, c := range [][2]string{{"node1", "127.0.95.2:30819"}, {"node2", "127.0.95.1:30819"}} {
 		out, errs, code := l.run(0, top, "up", "--dir", dirs[c[0]], "--join", c[1], "--name", c[0], "--config", conf, "--key-file", key, "--timeout", "60s")

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"hpc/cluster/api"
-	"hpc/cluster/config"
 	"hpc/cluster/hostlist"
 	hpcexec "hpc/exec"
 )
@@ -558,28 +557,7 @@ func TestLabStepsUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to become an unprivileged user")
 	}
-	top, err := os.MkdirTemp("", "hpc-steps-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
-	os.Chmod(top, 0o755)
-	l := &labT{t: t, top: top, bin: filepath.Join(top, "hpc")}
-	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	home := filepath.Join(top, "home")
-	os.Mkdir(home, 0o755)
-	os.Chown(home, nobody, nobody)
-	text, _ := config.Lab(2)
-	text = strings.ReplaceAll(text, "127.0.1.", "127.0.80.") + "\nHpcApiPort=28217\nHpcRaftPort=28218\nHpcGossipPort=28219\n"
-	conf := filepath.Join(home, "lab.conf")
-	os.WriteFile(conf, []byte(text), 0o644)
-	l.dir = filepath.Join(home, "lab")
-	if out, errs, code := l.run(nobody, home, "up", "--dir", l.dir, "--config", conf); code != 0 {
-		t.Fatalf("up as nobody: %d\n%s\n%s", code, out, errs)
-	}
-	t.Cleanup(func() { l.run(nobody, home, "down", "--dir", l.dir) })
+	l, home, _ := startUserLab(t, "hpc-steps-user-", 2, "127.0.80.", 28217)
 	out, errs, code := l.run(nobody, home, "srun", "-N2", "-n4", "-l", "sh", "-c", `echo $(id -u) $SLURMD_NODENAME $RANK/$WORLD_SIZE; exit $SLURM_PROCID`)
 	want := []string{
 		fmt.Sprintf("0: %d node1 0/4", nobody), fmt.Sprintf("1: %d node1 1/4", nobody),

@@ -134,24 +134,36 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 
 // Wait blocks until the job has ended and returns its final record.
 func (c *Client) Wait(ctx context.Context, id uint64) (*Job, error) {
+	var j Job
+	err := c.longPoll(ctx, fmt.Sprintf("/api/wait?job=%d&timeout=20s", id), func() any { j = Job{}; return &j }, func() bool {
+		return j.State.Final()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// longPoll repeats a long-poll GET until done says the answer (decoded
+// into what fresh returns) is the one waited for. While the leader is
+// changing it tries again every half second; other errors end it.
+func (c *Client) longPoll(ctx context.Context, path string, fresh func() any, done func() bool) error {
 	for {
-		var j Job
-		err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/wait?job=%d&timeout=20s", id), nil, &j)
-		if err != nil {
-			var ae *Error
-			if errors.As(err, &ae) && ae.Message != ErrNoLeader {
-				return nil, err
-			}
-			// The leader may be changing: try again shortly.
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(500 * time.Millisecond):
+		err := c.do(ctx, http.MethodGet, path, nil, fresh())
+		if err == nil {
+			if done() {
+				return nil
 			}
 			continue
 		}
-		if j.State.Final() {
-			return &j, nil
+		var ae *Error
+		if errors.As(err, &ae) && ae.Message != ErrNoLeader {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
@@ -246,29 +258,21 @@ func (c *Client) SignalStep(ctx context.Context, job uint64, step uint32, sig in
 // set, is called once if the job has to wait.
 func (c *Client) WaitAllocation(ctx context.Context, id uint64, pending func(*Job)) (*Allocation, error) {
 	told := false
-	for {
-		var a Allocation
-		err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/alloc/wait?job=%d&timeout=20s", id), nil, &a)
-		if err != nil {
-			var ae *Error
-			if errors.As(err, &ae) && ae.Message != ErrNoLeader {
-				return nil, err
-			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(500 * time.Millisecond):
-			}
-			continue
-		}
+	var a Allocation
+	err := c.longPoll(ctx, fmt.Sprintf("/api/alloc/wait?job=%d&timeout=20s", id), func() any { a = Allocation{}; return &a }, func() bool {
 		if a.Job.State != StatePending {
-			return &a, nil
+			return true
 		}
 		if !told && pending != nil {
 			told = true
 			pending(&a.Job)
 		}
+		return false
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &a, nil
 }
 
 // Release ends an allocation that salloc or srun made (a job running
