@@ -89,8 +89,15 @@ func runDaemon(c *cli.Context) error {
 	log.Info("node up", "name", c.String("name"))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	s := <-sig
-	log.Info("shutting down", "signal", s.String())
-	d.Shutdown()
+	// SIGTERM stops the daemon as stopping slurmd does: the node's jobs run
+	// on, and the next daemon re-attaches to them. SIGINT (Ctrl-C, hpc
+	// down) stops the node's jobs too.
+	if s := <-sig; s == syscall.SIGTERM {
+		log.Info("stopping; running jobs are left running", "signal", s.String())
+		d.Stop()
+	} else {
+		log.Info("shutting down with the node's jobs", "signal", s.String())
+		d.Shutdown()
+	}
 	return nil
 }

@@ -429,6 +429,67 @@ func TestLabSteps(t *testing.T) {
 		l.waitState(id, "CA")
 	})
 
+	t.Run("SignalScopes", func(t *testing.T) {
+		l := l.with(t)
+		// scancel -s reaches the steps only; -b the batch shell only; -f
+		// both; as Slurm's scancel does.
+		script := `trap 'echo batch got USR1' USR1; trap 'echo batch got USR2' USR2
+srun sh -c 'trap "echo step got USR1" USR1; echo up; while :; do sleep 0.05; done' &
+while :; do sleep 0.05; done`
+		id := l.submit(0, rootDir, "-o", "scopes.out", "--wrap", script)
+		out := filepath.Join(rootDir, "scopes.out")
+		wait := func(what string) {
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				b, _ := os.ReadFile(out)
+				if strings.Contains(string(b), what) {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no %q in %q", what, b)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		wait("up")
+		l.run(0, rootDir, "cancel", "-s", "USR1", fmt.Sprint(id))
+		wait("step got USR1")
+		time.Sleep(300 * time.Millisecond)
+		if b, _ := os.ReadFile(out); strings.Contains(string(b), "batch got") {
+			t.Errorf("scancel -s reached the batch shell:\n%s", b)
+		}
+		l.run(0, rootDir, "cancel", "-b", "-s", "USR2", fmt.Sprint(id))
+		wait("batch got USR2")
+		l.run(0, rootDir, "cancel", "-f", "-s", "USR1", fmt.Sprint(id))
+		wait("batch got USR1")
+		l.run(0, rootDir, "cancel", fmt.Sprint(id))
+		l.waitState(id, "CA")
+	})
+
+	t.Run("WarningSignal", func(t *testing.T) {
+		l := l.with(t)
+		// --signal=B:USR1@58 with a one-minute limit: the batch shell gets
+		// USR1 about two seconds in, well before the limit, and can end
+		// cleanly; without B: the signal goes to the steps.
+		out, errs, code := l.run(0, rootDir, "submit", "--wait", "-t", "1", "--signal=B:USR1@58", "-o", "warn.out", "--wrap",
+			`trap 'echo warned; exit 0' USR1; while :; do sleep 0.05; done`)
+		if code != 0 {
+			t.Fatalf("B:USR1: exit %d %q %q", code, out, errs)
+		}
+		if got := readFileT(t, filepath.Join(rootDir, "warn.out")); got != "warned\n" {
+			t.Errorf("batch warning: %q", got)
+		}
+		out, errs, code = l.run(0, rootDir, "submit", "--wait", "-t", "1", "--signal=USR1@58", "-o", "warn2.out", "--wrap",
+			`trap '' USR1; srun sh -c 'trap "echo step warned; exit 0" USR1; while :; do sleep 0.05; done'`)
+		if code != 0 {
+			t.Fatalf("USR1 to steps: exit %d %q %q", code, out, errs)
+		}
+		// The step's processes all get it (its sleep too, which the task's
+		// shell reports), as slurmstepd signals a step.
+		if got := readFileT(t, filepath.Join(rootDir, "warn2.out")); !strings.HasSuffix(got, "step warned\n") {
+			t.Errorf("step warning: %q", got)
+		}
+	})
+
 	t.Run("OutOfMemory", func(t *testing.T) {
 		l := l.with(t)
 		hog := "dd if=/dev/zero of=/dev/null bs=200M count=1"

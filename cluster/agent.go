@@ -85,6 +85,7 @@ type signalRequest struct {
 	JobID    uint64        `json:"job_id"`
 	Signal   int           `json:"signal"` // 0: cancel
 	KillWait time.Duration `json:"kill_wait"`
+	Scope    string        `json:"scope,omitempty"` // api.SignalSteps, SignalBatch or SignalFull
 }
 
 // handleLaunch starts a job's batch script on this node. Once it has
@@ -131,8 +132,10 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		Stderr:   j.StdErr,
 		Truncate: j.Spec.OpenMode != "append" && j.Restarts == 0,
 		CPUs:     mine.CPUs,
+		CPUIDs:   mine.CPUIDs,
 		MemMB:    mine.MemMB,
 		Devices:  d.gresDevices(mine),
+		Image:    batchImage(&j, filepath.Dir(filepath.Dir(script)), tmp, scratch), // container.go
 	}
 	spec.Env = d.stepEnv(&j, j.Spec.Env, envSlot{
 		masterAddr: d.nodeAddr(j.BatchHost), masterPort: d.masterPort(j.ID),
@@ -162,6 +165,7 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, struct{}{})
 		return
 	}
+	d.recordRunning(&jc) // reattach.go
 	d.steps.mu.Lock()
 	d.steps.steps[j.ID] = step
 	cancelled := d.steps.cancelled[j.ID]
@@ -197,6 +201,7 @@ func (d *Daemon) watch(j *api.Job, step *exec.Step, dir string) {
 // node of the allocation are killed and its $TMPDIRs removed; the end is
 // reported to the leader until the leader has committed it.
 func (d *Daemon) jobEnded(j *api.Job, e jobEnd) {
+	d.forgetRunning(j.ID)
 	d.steps.mu.Lock()
 	delete(d.steps.steps, j.ID)
 	delete(d.steps.jobs, j.ID)
@@ -253,11 +258,23 @@ func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request) {
 			go d.cleanupJob(j)
 		}
 	default:
-		// scancel --signal: the batch step and every step of the job.
-		if j := d.jobHere(req.JobID); j != nil {
+		// scancel --signal: the job's steps, its batch shell (and the
+		// processes it started), or both, as scancel's -b and -f say;
+		// SIGKILL reaches everything.
+		kill := req.Signal == int(syscall.SIGKILL)
+		steps := kill || req.Scope == api.SignalSteps || req.Scope == api.SignalFull
+		batch := kill || req.Scope != api.SignalSteps
+		if j := d.jobHere(req.JobID); j != nil && steps {
 			go d.signalJobSteps(j, req.Signal)
 		}
-		if err := step.Signal(syscall.Signal(req.Signal)); err != nil {
+		var err error
+		switch {
+		case batch && req.Scope == api.SignalShell && !kill:
+			err = step.SignalMain(syscall.Signal(req.Signal))
+		case batch:
+			err = step.Signal(syscall.Signal(req.Signal))
+		}
+		if err != nil {
 			writeErr(w, http.StatusInternalServerError, err)
 			return
 		}

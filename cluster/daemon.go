@@ -127,6 +127,7 @@ func Start(o Options) (*Daemon, error) {
 	if err := d.startGossip(); err != nil {
 		return nil, err
 	}
+	d.reattachSteps()
 	if err := d.startServers(); err != nil {
 		return nil, err
 	}
@@ -306,7 +307,16 @@ func (d *Daemon) wake() {
 
 // Shutdown stops the node's servers, gossip and Raft. Running steps are
 // killed.
-func (d *Daemon) Shutdown() {
+func (d *Daemon) Shutdown() { d.shutdown(false) }
+
+// Stop stops the node's servers, gossip and Raft as Shutdown does, but
+// leaves the node's jobs running, as stopping slurmd does: the next daemon
+// started on the node re-attaches to them (reattach.go). The node does not
+// leave the gossip cluster either, so that a quick restart is not seen as
+// the node going away.
+func (d *Daemon) Stop() { d.shutdown(true) }
+
+func (d *Daemon) shutdown(keepSteps bool) {
 	d.stop()
 	for _, s := range d.srvs {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -314,7 +324,9 @@ func (d *Daemon) Shutdown() {
 		cancel()
 	}
 	if d.list != nil {
-		_ = d.list.Leave(time.Second)
+		if !keepSteps {
+			_ = d.list.Leave(time.Second)
+		}
 		_ = d.list.Shutdown()
 	}
 	if d.raft != nil {
@@ -328,7 +340,9 @@ func (d *Daemon) Shutdown() {
 		_ = d.acct.Close()
 	}
 	if d.exec != nil {
-		d.steps.killAll(time.Second)
+		if !keepSteps {
+			d.steps.killAll(time.Second)
+		}
 		_ = d.exec.Close()
 	}
 	_ = os.Remove(d.o.Socket)

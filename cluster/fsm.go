@@ -26,6 +26,7 @@ const (
 	opCancel    = "cancel"     // scancel: pending jobs end now, running ones are marked
 	opNodeState = "node-state" // a node came up or went down
 	opTimeout   = "timeout"    // running jobs past their time limit are being killed
+	opWarned    = "warned"     // running jobs got their --signal warning
 	opPurge     = "purge"      // finished jobs older than MinJobAge leave the state
 	opPreempt   = "preempt"    // running jobs preempted for others (requeue or cancel)
 	opHold      = "hold"       // scontrol hold/release
@@ -216,6 +217,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		return applyResult{JobID: first}, ids
 	case opStart:
 		var ids []uint64
+		var cpus *cpuUse
 		for _, s := range c.Starts {
 			j := st.Jobs[s.JobID]
 			if j == nil || j.State != api.StatePending {
@@ -223,7 +225,12 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 			}
 			j.State = api.StateRunning
 			j.Reason = api.ReasonNone
+			j.Warned = false
 			j.Alloc = s.Alloc
+			if cpus == nil {
+				cpus = newCPUUse(f.cfg, st)
+			}
+			cpus.assign(j.Alloc)
 			j.BatchHost = s.Alloc[0].Node
 			j.StartTime = c.Time
 			j.StdOut, j.StdErr = s.StdOut, s.StdErr
@@ -272,6 +279,13 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 			j.State = api.StateCompleting
 		}
 		return applyResult{}, []uint64{j.ID}
+	case opWarned:
+		for _, id := range c.JobIDs {
+			if j := st.Jobs[id]; j != nil && j.State == api.StateRunning {
+				j.Warned = true
+			}
+		}
+		return applyResult{}, nil
 	case opTimeout:
 		var ids []uint64
 		for _, id := range c.JobIDs {

@@ -156,7 +156,7 @@ func TestSignalAndCompleting(t *testing.T) {
 			t.Fatal("job never became ready")
 		}
 	}
-	res, err := cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{id}, Signal: 10})
+	res, err := cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{id}, Signal: 10, Scope: api.SignalBatch})
 	if err != nil || res[0].Error != "" {
 		t.Fatalf("signal: %+v %v", res, err)
 	}

@@ -44,6 +44,7 @@ func (d *Daemon) leaderLoop() {
 			continue
 		}
 		d.reconcileNodes()
+		d.sendWarnSignals() // warnsig.go
 		d.enforceTimeLimits()
 		d.schedule()
 		d.purgeOldJobs()

@@ -352,7 +352,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 			// scancel --signal: deliver the signal, cancel nothing.
 			if j.State != api.StateRunning {
 				res.Error = api.ErrJobNotPendingOrRun
-			} else if err := d.signalJobWait(j, req.Signal); err != nil {
+			} else if err := d.signalJobScope(j, req.Signal, req.Scope); err != nil {
 				res.Error = err.Error()
 			}
 		default:

@@ -645,7 +645,8 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	}
 	spec := exec.StepSpec{
 		ID: fmt.Sprintf("%d.%d", j.ID, s.ID), UID: j.UID, GID: j.GID, WorkDir: workDir,
-		CPUs: cpus, MemMB: mine.MemMB, Tasks: tasks, Devices: d.gresDevices(mine),
+		CPUs: cpus, CPUIDs: mine.CPUIDs, MemMB: mine.MemMB, Tasks: tasks, Devices: d.gresDevices(mine),
+		Image: stepImage(j, req.Env, tmp, scratch), // container.go
 		OnTaskEnd: func(i int, r exec.TaskResult) {
 			_ = out.send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal}})
 		},

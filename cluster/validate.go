@@ -91,7 +91,7 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 	if s.WorkDir == "" || s.WorkDir[0] != '/' {
 		return &api.Error{Message: fmt.Sprintf("working directory %q is not an absolute path", s.WorkDir)}
 	}
-	return nil
+	return validateContainer(s) // container.go
 }
 
 // fitsPartition says whether the partition could ever run the job.

@@ -179,7 +179,14 @@ func scancelMain(e *Env, prog string, args []string) int {
 			if sig == 0 && (p.batch || p.full) {
 				sig = 9 // Slurm's default signal is SIGKILL
 			}
-			results, err := cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{id.job}, Signal: sig})
+			req := api.CancelRequest{JobIDs: []uint64{id.job}, Signal: sig}
+			switch {
+			case p.full:
+				req.Scope = api.SignalFull
+			case p.batch:
+				req.Scope = api.SignalBatch
+			}
+			results, err := cl.Cancel(ctx, req)
 			if err != nil {
 				_, errMsg = errText(err)
 			} else if len(results) > 0 {

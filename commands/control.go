@@ -26,6 +26,7 @@ type scontrol struct {
 	e        *Env
 	prog     string
 	oneLiner bool
+	details  bool // -d: scontrol show job gives each node's CPU_IDs
 	quiet    bool
 	status   int
 	quitting bool
@@ -36,7 +37,9 @@ func scontrolMain(e *Env, prog string, args []string) int {
 	s := &scontrol{e: e, prog: prog}
 	rest, code, done := parseOpts(e, prog, scontrolOpts, args, func(o *jobspec.Opt, val string, _ bool) error {
 		switch o.ID() {
-		case "a", "d", "federation", "F", "hide", "local", "sibling", "v":
+		case "d":
+			s.details = true
+		case "a", "federation", "F", "hide", "local", "sibling", "v":
 		case "M":
 			e.errorf(prog, "hpc runs one cluster: -M/--clusters is not supported")
 			return quit{1}
@@ -103,6 +106,8 @@ func (s *scontrol) command(argv []string) {
 		s.ping()
 	case keyword(tag, "oneliner", 1):
 		s.oneLiner = true
+	case keyword(tag, "details", 1):
+		s.details = true
 	case keyword(tag, "quiet", 4):
 		s.quiet = true
 	case keyword(tag, "quit", 4), keyword(tag, "exit", 4):
@@ -410,7 +415,7 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 			// hpc has no array tasks or heterogeneous components yet.
 			continue
 		}
-		fmt.Fprint(s.e.Stdout, format.ShowJob(j, now, s.oneLiner))
+		fmt.Fprint(s.e.Stdout, format.ShowJob(j, now, s.oneLiner, s.details))
 		printed++
 	}
 	if printed == 0 && !s.quiet {

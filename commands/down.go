@@ -43,8 +43,9 @@ func downCommand() *cli.Command {
 	}
 }
 
-// stopLab stops every running daemon of the lab: SIGTERM, then SIGKILL
-// after 15 seconds.
+// stopLab stops every running daemon of the lab with its jobs: SIGINT,
+// then SIGKILL after 15 seconds. (SIGTERM would leave the jobs running for
+// the next daemon to re-attach, as stopping slurmd does.)
 func stopLab(l lab) []string { return stopNodes(l, l.nodes()) }
 
 // stopNodes stops the named nodes' daemons that are running.
@@ -53,7 +54,7 @@ func stopNodes(l lab, nodes []string) []string {
 	pids := map[string]int{}
 	for _, n := range nodes {
 		if pid, ok := l.running(n); ok {
-			_ = syscall.Kill(pid, syscall.SIGTERM)
+			_ = syscall.Kill(pid, syscall.SIGINT)
 			pids[n] = pid
 		}
 	}

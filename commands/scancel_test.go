@@ -44,7 +44,8 @@ func TestScancel(t *testing.T) {
 		{[]string{"scancel", "--signal=USR1", "15"}, "", 0, reqs(10, 15)},
 		{[]string{"scancel", "-s", "SIGTERM", "-v", "16"}, "scancel: Signal 15 to job 16\n", 0, reqs(15, 16)},
 		{[]string{"scancel", "-s", "9", "14"}, "scancel: error: Kill job error on job id 14: Invalid job id specified\n", 1, nil},
-		{[]string{"scancel", "-b", "-v", "18"}, "scancel: Terminating batch job 18\n", 0, reqs(9, 18)},
+		{[]string{"scancel", "-b", "-v", "18"}, "scancel: Terminating batch job 18\n", 0, scoped(api.SignalBatch, reqs(9, 18))},
+		{[]string{"scancel", "-f", "-s", "USR2", "18"}, "", 0, scoped(api.SignalFull, reqs(12, 18))},
 		// Errors, as Slurm prints them.
 		{[]string{"scancel"}, "scancel: error: No job identification provided\n", 1, nil},
 		{[]string{"scancel", "abc"}, "scancel: error: Invalid job id abc\n", 1, nil},
@@ -61,6 +62,14 @@ func TestScancel(t *testing.T) {
 				c.args, code, stdout, stderr, f.cancels, c.code, c.stderr, c.cancels)
 		}
 	}
+}
+
+// scoped sets the signal scope (scancel -b, -f) of requests.
+func scoped(scope string, rs []api.CancelRequest) []api.CancelRequest {
+	for i := range rs {
+		rs[i].Scope = scope
+	}
+	return rs
 }
 
 // reqs is one cancel request per job, with a signal.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,10 @@ var runOnlyOptions = []jobspec.Opt{
 	{Long: "help", Short: 'h', Arg: jobspec.NoArg},
 	{Long: "usage", Arg: jobspec.NoArg},
 	{Long: "version", Short: 'V', Arg: jobspec.NoArg},
+	// pyxis's: the step's tasks run in an image (srun only).
+	{Long: "container-image", Arg: jobspec.RequiredArg},
+	{Long: "container-mounts", Arg: jobspec.RequiredArg},
+	{Long: "container-workdir", Arg: jobspec.RequiredArg},
 }
 
 // unsupported are options hpc's srun accepts but cannot honour yet.
@@ -127,6 +132,11 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 			o.quiet = true
 		case "multi-prog":
 			o.multiProg = true
+		case "container-image", "container-mounts", "container-workdir":
+			if prog == "salloc" {
+				return &jobspec.UsageError{Msg: fmt.Sprintf("--%s is not supported by hpc's salloc: give it to srun", opt.Long), Code: 1}
+			}
+			o.alloc = append(o.alloc, "--"+opt.Long+"="+val) // jobspec checks them as sbatch's
 		case "help", "usage":
 			o.help = true
 		case "version":
@@ -147,7 +157,11 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 		return nil, usageExit(e, prog, err), true
 	}
 	if o.help {
-		fmt.Fprintf(e.Stdout, "Usage: %s [OPTIONS(0)...] [ : [OPTIONS(N)...]] executable(0) [args(0)...]\n%s", prog, runHelp)
+		help := runHelp
+		if prog == "srun" {
+			help += containerHelp
+		}
+		fmt.Fprintf(e.Stdout, "Usage: %s [OPTIONS(0)...] [ : [OPTIONS(N)...]] executable(0) [args(0)...]\n%s", prog, help)
 		return nil, 0, true
 	}
 	if o.version {
@@ -163,6 +177,12 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 		o.spec.WorkDir = e.Cwd
 	} else if !filepath.IsAbs(o.spec.WorkDir) {
 		o.spec.WorkDir = filepath.Join(e.Cwd, o.spec.WorkDir)
+	}
+	if err := jobspec.ResolveContainer(&o.spec, e.Cwd); err != nil {
+		return nil, usageExit(e, prog, err), true
+	}
+	if err := jobspec.CheckContainerPaths(&o.spec, os.Stat, os.ReadFile); err != nil {
+		return nil, usageExit(e, prog, err), true
 	}
 	o.argv = rest
 	if o.multiProg {
@@ -374,6 +394,7 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 	if o.set["job-name"] {
 		req.Name = o.spec.Name
 	}
+	containerStep(e, o, &req)
 	if o.set["nodes"] {
 		req.Nodes = o.spec.Nodes
 	}
@@ -482,6 +503,38 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 	}
 	return rc, final
 }
+
+// containerStep passes srun's container options on to the step's nodes
+// (see jobspec.EnvContainerImage): given ones replace those srun
+// inherited. A step that runs in an image gets its command through the
+// image's shell, which finds it with the tasks' PATH in the image (the
+// node would look for it on the host otherwise), and fails as slurmstepd's
+// execve() does when it is not there.
+func containerStep(e *Env, o *runOpts, req *api.StepRequest) {
+	if o.set["container-image"] {
+		vars := []string{jobspec.EnvContainerImage, jobspec.EnvContainerMounts, jobspec.EnvContainerWorkDir}
+		env := req.Env[:0:0]
+		for _, kv := range req.Env {
+			k, _, _ := strings.Cut(kv, "=")
+			if !slices.Contains(vars, k) {
+				env = append(env, kv)
+			}
+		}
+		req.Env = append(env,
+			jobspec.EnvContainerImage+"="+o.spec.ContainerImage,
+			jobspec.EnvContainerMounts+"="+o.spec.ContainerMounts,
+			jobspec.EnvContainerWorkDir+"="+o.spec.ContainerWorkDir)
+	} else if e.Getenv(jobspec.EnvContainerImage) == "" {
+		return // on the host
+	}
+	if req.Name == "" {
+		req.Name = filepath.Base(o.argv[0])
+	}
+	req.Argv = append([]string{"/bin/sh", "-c", imageCommand}, o.argv...)
+}
+
+// imageCommand runs "$0" "$@" as execvp would in the image.
+const imageCommand = `command -v "$0" >/dev/null 2>&1 || { printf 'slurmstepd: error: execve(): %s: No such file or directory\n' "$0" >&2; exit 2; }; exec "$0" "$@"`
 
 // reportExits prints srun's line for the tasks that failed, grouped by
 // node and outcome as srun groups them ("node2: tasks 2-3: Exited with

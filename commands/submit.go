@@ -18,6 +18,7 @@ import (
 func sbatchMain(e *Env, prog string, args []string) int {
 	opts, err := jobspec.Resolve(args, jobspec.Input{
 		Cwd: e.Cwd, Env: e.Environ, ReadFile: os.ReadFile, Stdin: e.Stdin, Hostname: e.Hostname, Now: e.Now(),
+		Stat: os.Stat,
 	})
 	if err != nil {
 		return usageExit(e, prog, err)
@@ -160,4 +161,17 @@ Help options:
 
 Other options:
   -V, --version               output version information and exit
+` + containerHelp
+
+// containerHelp lists the container options sbatch and srun take, as Slurm
+// lists its plugins' (pyxis's) options.
+const containerHelp = `
+Options provided by plugins:
+      --container-image=DIR   [pyxis] run in this image: an unpacked root
+                              file system or an OCI bundle (read-only)
+      --container-mounts=SRC[:DST[:FLAGS]][,SRC:DST...]
+                              [pyxis] bind mount[s] inside the container.
+                              Mount flags: ro or rw
+      --container-workdir=PATH
+                              [pyxis] working directory inside the container
 `

@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -57,18 +59,21 @@ const (
 // How a step runs in container mode
 //
 // Each step is one libcontainer container whose init (pid 1 of the step's
-// pid namespace) is a small reaper, this binary run as "<exe> init <pauseArg>"
-// (see InitIfChild). The step's command is started next to it with
-// libcontainer's setns path, like "runc exec", so that it is not pid 1: it
-// gets signals with their default actions (a SIGTERM-ed batch script dies
-// and reports 0:15 as under Slurm) and its exit status comes straight from
-// wait(2). When the command ends, SIGKILL to the init ends everything left in
-// the pid namespace; the OOM counter is read, and the container (state
-// directory and cgroup) is destroyed. Further tasks of a step (srun) fit the
-// same way: more setns processes in the same container.
+// pid namespace) is the step's supervisor, this binary run as
+// "<exe> init <pauseArg>" (see InitIfChild and stepd.go), with the step's
+// user, limits and file system. It starts the step's command (or its srun
+// tasks) as its own children, so that they are not pid 1: they get signals
+// with their default actions (a SIGTERM-ed batch script dies and reports 0:15
+// as under Slurm) and their exit statuses come straight from wait(2). It
+// reports each end, and exits once every task has ended, which ends whatever
+// is left in the pid namespace; the OOM counter is read, and the container
+// (state directory and cgroup) is destroyed. The supervisor needs nothing
+// from the daemon once it runs, so steps survive a restart of the daemon
+// (reattach.go).
 type containerRuntime struct {
 	log      *slog.Logger
 	node     string
+	stateDir string // the executor's (absolute)
 	mnt      string // an unbindable mount holding rootfs
 	rootfs   string // the prepared bind of /
 	ctrRoot  string // libcontainer's state root: /run/hpc/<node>-<hash> (see stateRoot)
@@ -77,6 +82,10 @@ type containerRuntime struct {
 	memsw    bool              // v1: memory.memsw.* exists (swap accounting)
 	cgPaths  map[string]string // the node's cgroup parent, per controller
 	devRules []*devconfig.Rule
+	hostCPUs []int // what step cpusets are made of
+	// leftovers are the steps a previous executor left, for New to
+	// re-attach.
+	leftovers []*libcontainer.Container
 }
 
 func newContainerRuntime(stateDir, node string, log *slog.Logger) (_ *containerRuntime, retErr error) {
@@ -87,11 +96,13 @@ func newContainerRuntime(stateDir, node string, log *slog.Logger) (_ *containerR
 	r := &containerRuntime{
 		log:      log,
 		node:     node,
+		stateDir: stateDir,
 		mnt:      filepath.Join(stateDir, "mnt"),
 		ctrRoot:  ContainerStateDir(node, stateDir),
 		cgParent: cgroupParent + "/" + nodeCgroup(node, stateDir),
 		v2:       cgroups.IsCgroup2UnifiedMode(),
 		devRules: deviceRules(),
+		hostCPUs: hostCPUs(),
 	}
 	defer func() {
 		if retErr != nil {
@@ -104,7 +115,10 @@ func newContainerRuntime(stateDir, node string, log *slog.Logger) (_ *containerR
 	if err := os.MkdirAll(r.ctrRoot, 0o700); err != nil {
 		return nil, err
 	}
-	r.removeLeftovers()
+	if err := os.MkdirAll(r.resultsDir(), 0o700); err != nil {
+		return nil, err
+	}
+	r.leftovers = r.removeLeftovers()
 	if r.rootfs, err = prepareRootfs(r.mnt); err != nil {
 		return nil, fmt.Errorf("prepare the containers' root file system: %w", err)
 	}
@@ -176,14 +190,13 @@ func (r *containerRuntime) removeCgroupParent() {
 	}
 }
 
-// removeLeftovers destroys the containers a previous executor left in the
-// state directory. A step whose daemon went away cannot be re-attached yet,
-// so running ones are killed.
-func (r *containerRuntime) removeLeftovers() {
-	ents, err := os.ReadDir(r.ctrRoot)
-	if err != nil {
-		return
-	}
+// removeLeftovers returns the steps a previous executor left in the state
+// directory (running or not), to be re-attached, and destroys what cannot
+// be: containers that are not steps, and cgroups without a container.
+func (r *containerRuntime) removeLeftovers() []*libcontainer.Container {
+	var keep []*libcontainer.Container
+	kept := map[string]bool{}
+	ents, _ := os.ReadDir(r.ctrRoot)
 	for _, ent := range ents {
 		id := ent.Name()
 		c, err := libcontainer.Load(r.ctrRoot, id)
@@ -192,9 +205,14 @@ func (r *containerRuntime) removeLeftovers() {
 			os.RemoveAll(filepath.Join(r.ctrRoot, id))
 			continue
 		}
+		if labelMap(c.Config().Labels)[labelStep] != "" {
+			keep = append(keep, c)
+			kept[id] = true
+			continue
+		}
 		st, _ := c.Status()
 		if st != libcontainer.Stopped {
-			r.log.Warn("killing a step left running by a previous executor", "container", id)
+			r.log.Warn("killing a container that is not a step", "container", id)
 			_ = c.Signal(unix.SIGKILL)
 			for i := 0; i < 500; i++ {
 				if st, _ = c.Status(); st == libcontainer.Stopped {
@@ -207,12 +225,19 @@ func (r *containerRuntime) removeLeftovers() {
 			r.log.Warn("cannot remove a container left by a previous executor", "container", id, "err", err)
 		}
 	}
+	// Results files of steps that are gone.
+	res, _ := os.ReadDir(r.resultsDir())
+	for _, ent := range res {
+		if !kept[ent.Name()] {
+			os.Remove(filepath.Join(r.resultsDir(), ent.Name()))
+		}
+	}
 	// Cgroups of steps that have no container any more, with whatever still
 	// runs in them.
 	for _, p := range r.cgPaths {
 		subs, _ := os.ReadDir(p)
 		for _, s := range subs {
-			if !s.IsDir() {
+			if !s.IsDir() || kept[s.Name()] {
 				continue
 			}
 			dir := filepath.Join(p, s.Name())
@@ -231,6 +256,7 @@ func (r *containerRuntime) removeLeftovers() {
 			}
 		}
 	}
+	return keep
 }
 
 // rootCaps are the capabilities root keeps in a step: the container
@@ -325,9 +351,9 @@ func deviceRules() []*devconfig.Rule {
 
 // config is the container configuration of one step.
 func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, error) {
-	binds, err := hostBinds(r.mnt)
+	binds, err := r.stepBinds(spec) // the host's directories, or an image's binds (image.go)
 	if err != nil {
-		return nil, fmt.Errorf("list the host's mounts: %w", err)
+		return nil, err
 	}
 	pids := int64(pidsLimit)
 	extraRules, extraNodes, err := stepDeviceRules(spec.Devices)
@@ -345,6 +371,7 @@ func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, 
 		res.CpuPeriod = cpuPeriodUs
 		res.CpuQuota = int64(spec.CPUs) * cpuPeriodUs
 	}
+	res.CpusetCpus = r.cpuset(spec.CPUIDs)
 	const (
 		nosuid = unix.MS_NOSUID
 		nodev  = unix.MS_NODEV
@@ -365,7 +392,7 @@ func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, 
 			RecAttr: &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC},
 		},
 	)
-	return &configs.Config{
+	return r.withImage(&configs.Config{ // an image's root and mounts (image.go)
 		Rootfs:   r.rootfs,
 		Hostname: r.node,
 		Namespaces: configs.Namespaces{
@@ -382,7 +409,7 @@ func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, 
 		},
 		ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 		Capabilities:  capsFor(spec.UID),
-	}, nil
+	}, spec)
 }
 
 // ctrStep delivers signals to a container step.
@@ -454,12 +481,72 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 	if err != nil {
 		return fmt.Errorf("step %s: %w", spec.ID, err)
 	}
+	start := time.Now()
+	cfg.Labels = stepLabels(&spec, start)
+
+	// What the supervisor gets (see stepd.go): the plan, the results file,
+	// the events pipe and the tasks' output.
+	var tio *taskIO
+	if len(spec.Tasks) > 0 {
+		if tio, err = newTaskIO(spec.Tasks); err != nil {
+			return fmt.Errorf("step %s: %w", spec.ID, err)
+		}
+	}
+	closeTaskIO := func() {
+		if tio != nil {
+			tio.closeWriters()
+			tio.drain(0)
+		}
+	}
+	files := []*os.File{nil, nil, nil}
+	fd := func(f *os.File) int {
+		for i, g := range files[supFirstFD-supPlanFD:] {
+			if g == f {
+				return supFirstFD + i
+			}
+		}
+		files = append(files, f)
+		return supPlanFD + len(files) - 1
+	}
+	var plan supPlan
+	if tio == nil {
+		plan.Tasks = []supTask{{Argv: spec.Argv, Env: spec.Env, Dir: io.cwd, Stdout: fd(io.stdout), Stderr: fd(io.stderr)}}
+	} else {
+		for i, t := range spec.Tasks {
+			plan.Tasks = append(plan.Tasks, supTask{Argv: t.Argv, Env: t.Env, Dir: io.cwd, Stdout: fd(tio.stdout[i]), Stderr: fd(tio.stderr[i])})
+		}
+	}
+	planFile, err := memFile("hpc-step-plan", plan)
+	if err != nil {
+		closeTaskIO()
+		return fmt.Errorf("step %s: %w", spec.ID, err)
+	}
+	defer planFile.Close()
+	resultPath := r.resultPath(cid)
+	results, err := os.OpenFile(resultPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		closeTaskIO()
+		return fmt.Errorf("step %s: results file: %w", spec.ID, err)
+	}
+	defer results.Close()
+	evR, evW, err := os.Pipe()
+	if err != nil {
+		closeTaskIO()
+		os.Remove(resultPath)
+		return fmt.Errorf("step %s: %w", spec.ID, err)
+	}
+	files[0], files[1], files[2] = planFile, results, evW
+
 	c, err := libcontainer.Create(r.ctrRoot, cid, cfg)
 	if err != nil {
+		evR.Close()
+		evW.Close()
+		closeTaskIO()
+		os.Remove(resultPath)
 		return fmt.Errorf("step %s: create container: %w", spec.ID, err)
 	}
 	nnp := spec.UID != 0
-	pause := &libcontainer.Process{
+	sup := &libcontainer.Process{
 		// /proc/self/exe at exec time is runc init's sealed copy of this
 		// binary, which the user may run even where its path is not
 		// reachable for them.
@@ -469,153 +556,112 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		GID:              int(spec.GID),
 		AdditionalGroups: addGroups,
 		Cwd:              "/",
-		Capabilities:     &configs.Capabilities{},
+		ExtraFiles:       files,
+		Capabilities:     capsFor(spec.UID),
 		NoNewPrivileges:  &nnp,
 		Init:             true,
 	}
-	if err := c.Run(pause); err != nil {
-		_ = c.Destroy()
-		return fmt.Errorf("step %s: start container: %w", spec.ID, err)
-	}
-	initPid, _ := pause.Pid()
-	stop := func() {
-		_ = c.Signal(unix.SIGKILL)
-		_, _ = pause.Wait()
-	}
-	st, err := c.State()
-	if err != nil {
-		stop()
-		_ = c.Destroy()
-		return fmt.Errorf("step %s: container state: %w", spec.ID, err)
-	}
-	oomBefore, _ := readOOMKills(st.CgroupPaths, r.v2)
-
-	var procs []*libcontainer.Process
-	var tio *taskIO
-	proc := func(argv, env []string, stdout, stderr *os.File) *libcontainer.Process {
-		return &libcontainer.Process{
-			Args:             argv,
-			Env:              env,
-			UID:              int(spec.UID),
-			GID:              int(spec.GID),
-			AdditionalGroups: addGroups,
-			Cwd:              io.cwd,
-			Stdout:           stdout,
-			Stderr:           stderr,
-			Capabilities:     capsFor(spec.UID),
-			NoNewPrivileges:  &nnp,
-		}
-	}
-	if len(spec.Tasks) == 0 {
-		task := proc(spec.Argv, spec.Env, io.stdout, io.stderr)
-		if !ownedBy(io.stdout, spec.UID) || !ownedBy(io.stderr, spec.UID) {
-			// libcontainer would chown the step's stdout and stderr to the user
-			// (fixStdioPermissions): a file the user may write but does not
-			// own (a group-writable one, or a user's file in a root job) is
-			// handed over as fds 3 and 4 instead, and a shell puts it in place.
-			task.Args = append([]string{"/bin/sh", "-c", `exec "$@" >&3 2>&4 3>&- 4>&-`, "hpc-step"}, spec.Argv...)
-			task.ExtraFiles = []*os.File{io.stdout, io.stderr}
-			task.Stdout, task.Stderr = nil, nil
-		}
-		procs = append(procs, task)
-	} else {
-		if tio, err = newTaskIO(spec.Tasks); err != nil {
-			stop()
-			_ = c.Destroy()
-			return fmt.Errorf("step %s: %w", spec.ID, err)
-		}
-		for i, t := range spec.Tasks {
-			procs = append(procs, proc(t.Argv, t.Env, tio.stdout[i], tio.stderr[i]))
-		}
-	}
-	for i, p := range procs {
-		if err := c.Run(p); err != nil {
-			// The dying init waits until every process of its namespace
-			// has been reaped, and the tasks started so far are ours to
-			// reap: reap them while stopping.
-			var reaped sync.WaitGroup
-			for _, q := range procs[:i] {
-				reaped.Go(func() { _, _ = q.Wait() })
-			}
-			stop()
-			reaped.Wait()
-			if tio != nil {
-				tio.closeWriters()
-				for k := range procs {
-					tio.wait(k)
-				}
-			}
-			_ = c.Destroy()
-			return fmt.Errorf("step %s: %w", spec.ID, err)
-		}
-	}
+	runErr := c.Run(sup)
+	evW.Close() // the supervisor has its own
 	// The step's stderr stays open here for slurmstepd's OOM notice.
 	var notice *os.File
-	if tio == nil {
+	if tio == nil && runErr == nil {
 		if fd, err := unix.FcntlInt(io.stderr.Fd(), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			notice = os.NewFile(uintptr(fd), io.stderr.Name())
+			notice = os.NewFile(uintptr(fd), spec.Stderr)
 		}
 	}
-	io.close() // the processes have their own copies
+	io.close() // the tasks have their own copies
 	if tio != nil {
 		tio.closeWriters()
 	}
-	s.start = time.Now()
-	s.pid, _ = procs[0].Pid()
-	k := &ctrStep{c: c, initPid: initPid}
+	fail := func(err error) error {
+		if notice != nil {
+			notice.Close()
+		}
+		if runErr == nil {
+			_ = c.Signal(unix.SIGKILL)
+			_, _ = sup.Wait()
+		}
+		evR.Close()
+		if tio != nil {
+			tio.drain(outputGrace)
+		}
+		_ = c.Destroy()
+		os.Remove(resultPath)
+		return fmt.Errorf("step %s: %w", spec.ID, err)
+	}
+	if runErr != nil {
+		return fail(fmt.Errorf("start container: %w", runErr))
+	}
+	evs := json.NewDecoder(evR)
+	var first supEvent
+	if err := evs.Decode(&first); err != nil || !first.Started {
+		if first.Err == "" {
+			first.Err = fmt.Sprintf("the step's supervisor ended before its tasks started (%v)", err)
+		}
+		return fail(errors.New(first.Err))
+	}
+	s.start = start
+	s.pid = hostPid(c, first.Pids[0])
+	supPid, _ := sup.Pid()
+	k := &ctrStep{c: c, initPid: supPid}
 	s.sig = k
+	st, _ := c.State()
+	var cgPaths map[string]string
+	if st != nil {
+		cgPaths = st.CgroupPaths
+	}
 
 	go func() {
-		results := make([]TaskResult, len(procs))
-		var exited, ended sync.WaitGroup
-		var errOnce sync.Once
-		var werr error
-		for i, p := range procs {
-			exited.Add(1)
-			ended.Add(1)
-			go func() {
-				defer ended.Done()
-				ps, err := p.Wait()
-				r := exitResult(ps)
-				results[i] = TaskResult{ExitCode: r.ExitCode, Signal: r.Signal}
-				if ps == nil && err != nil {
-					errOnce.Do(func() { werr = fmt.Errorf("wait for step %s: %w", spec.ID, err) })
-				}
-				exited.Done()
-				if tio != nil {
+		n := len(plan.Tasks)
+		results := make([]TaskResult, n)
+		got := make([]bool, n)
+		var ended sync.WaitGroup
+		for {
+			var ev supEvent
+			if evs.Decode(&ev) != nil || ev.Done {
+				break
+			}
+			if !ev.End || ev.Task < 0 || ev.Task >= n || got[ev.Task] {
+				continue
+			}
+			i := ev.Task
+			got[i] = true
+			results[i] = TaskResult{ExitCode: ev.Exit, Signal: ev.Signal}
+			if tio != nil {
+				ended.Go(func() {
 					tio.wait(i)
 					if spec.OnTaskEnd != nil {
 						spec.OnTaskEnd(i, results[i])
 					}
-				}
-			}()
+				})
+			}
 		}
-		exited.Wait()
+		_, werr := sup.Wait()
 		end := time.Now()
 		k.end()
-		stop() // ends whatever the tasks left running, so their output reaches EOF
+		evR.Close()
+		// A supervisor that was killed (a cancelled step) took the tasks
+		// that had not ended with it.
+		for i := range results {
+			if !got[i] {
+				results[i] = TaskResult{Signal: int(unix.SIGKILL)}
+				if tio != nil && spec.OnTaskEnd != nil {
+					ended.Go(func() {
+						tio.wait(i)
+						spec.OnTaskEnd(i, results[i])
+					})
+				}
+			}
+		}
 		if tio != nil {
 			tio.drain(outputGrace)
 		}
 		ended.Wait()
-		var res Result
-		if tio == nil {
-			res.ExitCode, res.Signal = results[0].ExitCode, results[0].Signal
-		} else {
-			taskResults(&res, results)
-		}
-		res.Start, res.End, res.Err = s.start, end, werr
-		if n, err := readOOMKills(st.CgroupPaths, r.v2); err == nil && n > oomBefore {
-			res.OOM, res.OOMKills = true, int(n-oomBefore)
-			if notice != nil {
-				fmt.Fprint(notice, OOMNotice(spec.ID, res.OOMKills))
-			}
-		}
-		if notice != nil {
-			notice.Close()
-		}
-		if err := c.Destroy(); err != nil && res.Err == nil {
-			res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
+		res := r.finishStep(c, &spec, cgPaths, results, notice, tio != nil)
+		res.Start, res.End = start, end
+		if res.Err == nil && werr != nil && !isExitError(werr) {
+			res.Err = fmt.Errorf("wait for step %s: %w", spec.ID, werr)
 		}
 		e.forget(cid, s)
 		s.finish(res)
@@ -623,16 +669,83 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 	return nil
 }
 
-// ownedBy reports whether f is owned by uid (or is /dev/null).
-func ownedBy(f *os.File, uid uint32) bool {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return false
+// finishStep sums up an ended step: its tasks' ends, the OOM killer's
+// kills (announced on notice, the step's stderr, when given), and removes
+// its container and results file.
+func (r *containerRuntime) finishStep(c *libcontainer.Container, spec *StepSpec, cgPaths map[string]string, tasks []TaskResult, notice *os.File, multi bool) Result {
+	var res Result
+	if multi {
+		taskResults(&res, tasks)
+	} else if len(tasks) > 0 {
+		res.ExitCode, res.Signal = tasks[0].ExitCode, tasks[0].Signal
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3 {
-		return true
+	// Each step's cgroup is its own and new (New removes leftovers), so
+	// every kill its counter shows happened in the step: reading it before
+	// the tasks start would race with a task killed at once.
+	if n, err := readOOMKills(cgPaths, r.v2); err == nil && n > 0 {
+		res.OOM, res.OOMKills = true, int(n)
+		if notice != nil {
+			fmt.Fprint(notice, OOMNotice(spec.ID, res.OOMKills))
+		}
 	}
-	return st.Uid == uid
+	if notice != nil {
+		notice.Close()
+	}
+	if err := c.Destroy(); err != nil {
+		res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
+	}
+	os.Remove(r.resultPath(c.ID()))
+	return res
+}
+
+// isExitError: the supervisor's own exit status says nothing about the step.
+func isExitError(err error) bool {
+	var ee *osexec.ExitError
+	return errors.As(err, &ee)
+}
+
+// memFile returns a sealed-size in-memory file holding v as JSON, read from
+// its start.
+func memFile(name string, v any) (*os.File, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// hostPid maps a pid of a step's namespace to the host's (0 if gone).
+func hostPid(c *libcontainer.Container, nsPid int) int {
+	pids, err := c.Processes()
+	if err != nil {
+		return 0
+	}
+	want := strconv.Itoa(nsPid)
+	for _, p := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) > 0 && f[len(f)-1] == want {
+				return p
+			}
+		}
+	}
+	return 0
 }
 
 // readOOMKills reads the oom_kill counter of a step's memory cgroup

@@ -56,6 +56,12 @@ type StepSpec struct {
 	Truncate bool
 	// CPUs limits CPU time to CPUs full CPUs (a CFS quota); 0 means no limit.
 	CPUs int
+	// CPUIDs are the node's CPUs the step may run on (its cpuset), as the
+	// controller numbers them (0 to the node's CPUs-1). They are mapped
+	// onto the CPUs this process may use, in order and wrapping around, so
+	// a lab node that claims more CPUs than its host has still gets a valid
+	// set. Empty: every CPU. Container mode only.
+	CPUIDs []int
 	// Devices are device files the step may open besides the standard
 	// ones (/dev/null, /dev/zero, ...): its allocated GRES (GPUs). In
 	// container mode the devices cgroup denies every other device, so a job
@@ -73,6 +79,10 @@ type StepSpec struct {
 	// executor) when the task's process has ended and its output has been
 	// delivered, before the step as a whole ends.
 	OnTaskEnd func(task int, r TaskResult)
+	// Image, when set, runs the step in that root file system instead of
+	// the host's (srun and sbatch --container-image; see image.go). Only
+	// container mode can: Launch fails in plain mode.
+	Image *Image
 }
 
 // TaskSpec is one task of a step that runs several.
@@ -152,9 +162,10 @@ type Executor struct {
 	// switchUser: plain mode as root, so steps run as their users.
 	switchUser bool
 
-	mu     sync.Mutex
-	active map[string]*Step // running steps by sanitised ID
-	closed bool
+	mu         sync.Mutex
+	active     map[string]*Step // running steps by sanitised ID
+	reattached []*Step          // steps a previous executor left, until Reattached
+	closed     bool
 }
 
 // New creates the node's executor and decides, once, how it runs steps:
@@ -163,9 +174,9 @@ type Executor struct {
 //
 // In container mode New prepares the root file system (a recursive bind of
 // / under StateDir, undone by Close), makes the calling process a child
-// subreaper (libcontainer's processes are its grandchildren), and removes
-// what a previous executor on this node left behind: stopped containers, and
-// running ones too (their steps cannot be re-attached yet, so they are killed).
+// subreaper (libcontainer's processes are its grandchildren), and
+// re-attaches to the steps a previous executor on this node left (see
+// Reattached); whatever else it left is removed.
 func New(o Options) (*Executor, error) {
 	log := o.Logger
 	if log == nil {
@@ -204,6 +215,12 @@ func New(o Options) (*Executor, error) {
 		}
 		e.ctr = rt
 		e.mode = fmt.Sprintf("containers (libcontainer, cgroup %s)", rt.version())
+		e.mu.Lock()
+		for _, c := range rt.leftovers {
+			e.reattached = append(e.reattached, e.reattach(c))
+		}
+		rt.leftovers = nil
+		e.mu.Unlock()
 	}
 	log.Info("executor ready", "node", node, "mode", e.mode)
 	return e, nil
@@ -242,6 +259,9 @@ func (e *Executor) Close() error {
 // and the reason on its stderr; in plain mode Launch returns that error.
 func (e *Executor) Launch(spec StepSpec) (*Step, error) {
 	if err := checkSpec(&spec); err != nil {
+		return nil, err
+	}
+	if err := e.prepareImage(&spec); err != nil { // image.go
 		return nil, err
 	}
 	key := sanitizeID(spec.ID)
@@ -414,6 +434,25 @@ func (s *Step) Signal(sig syscall.Signal) error {
 	default:
 	}
 	return s.sig.signal(sig)
+}
+
+// SignalMain sends sig to the step's own process only (the batch shell of a
+// batch step, the first task of an srun step), not to what it started.
+// Where that process is not known (a step re-attached after a restart),
+// it signals every process of the step.
+func (s *Step) SignalMain(sig syscall.Signal) error {
+	select {
+	case <-s.done:
+		return ErrStepEnded
+	default:
+	}
+	if s.pid <= 0 {
+		return s.sig.signal(sig)
+	}
+	if err := syscall.Kill(s.pid, sig); err != nil && err != syscall.ESRCH {
+		return err
+	}
+	return nil
 }
 
 // Kill asks every process of the step to stop (SIGCONT and SIGTERM) and

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(nonRootHelperEnv) != "" {
 		os.Exit(nonRootHelper())
 	}
+	if os.Getenv(crashHelperEnv) != "" {
+		os.Exit(crashHelper())
+	}
 	os.Exit(m.Run())
 }
 
@@ -473,21 +476,12 @@ func TestLaunchErrors(t *testing.T) {
 			t.Errorf("%s was left behind", out)
 		}
 		checkNoLeftovers(t, e)
-		// A file that is not a program: plain mode learns it from execve
-		// at once; in a container the step fails with the reason on its
-		// stderr and exit code 255.
-		s, err := e.Launch(StepSpec{ID: "f", Argv: []string{garbage}, Env: env, UID: nobody, GID: nobody, Stdout: out, Stderr: out})
-		if e.Containers() {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r := s.Wait(); r.ExitCode != 255 || !strings.Contains(readFile(t, out), "exec format error") {
-				t.Errorf("not a program: %+v, stderr %q", r, readFile(t, out))
-			}
-			os.Remove(out)
-		} else if err == nil || !strings.Contains(err.Error(), "exec format error") {
+		// A file that is not a program: execve says so at once.
+		if _, err := e.Launch(StepSpec{ID: "f", Argv: []string{garbage}, Env: env, UID: nobody, GID: nobody, Stdout: out, Stderr: out}); err == nil || !strings.Contains(strings.ToLower(err.Error()), "exec format error") {
 			t.Errorf("not a program: %v", err)
 		}
+		checkNoLeftovers(t, e)
+		var s *Step
 		// Duplicate IDs.
 		s = launch(t, e, StepSpec{ID: "12.batch", UID: nobody, GID: nobody, Stdout: out,
 			Argv: []string{"/bin/sh", "-c", "echo up; exec sleep 1000"}})
@@ -573,6 +567,46 @@ func TestOOM(t *testing.T) {
 		Argv: []string{"/bin/sh", "-c", "head -c 16M /dev/zero | tail | wc -c"}}).Wait()
 	if r.OOM || r.ExitCode != 0 {
 		t.Errorf("within the limit: %+v", r)
+	}
+}
+
+// TestCpuset: a step runs on the CPUs it was given, mapped onto the host's
+// (wrapping around where the node claims more CPUs than the host has).
+func TestCpuset(t *testing.T) {
+	e := newContainerExecutor(t, "cpusetnode")
+	host := hostCPUs()
+	if len(host) == 0 {
+		t.Skip("sched_getaffinity failed")
+	}
+	dir := userDir(t, testBase(t), "u", nobody)
+	out := filepath.Join(dir, "cpuset.out")
+	for i, c := range []struct {
+		ids  []int
+		want []int
+	}{
+		{[]int{len(host) - 1}, []int{host[len(host)-1]}},
+		{[]int{0, len(host)}, []int{host[0]}}, // the same host CPU twice
+		{nil, host},
+	} {
+		r := launch(t, e, StepSpec{ID: fmt.Sprintf("23.%d", i), UID: nobody, GID: nobody, Stdout: out, Stderr: out, Truncate: true,
+			CPUIDs: c.ids, Argv: []string{"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"}}).Wait()
+		want := "Cpus_allowed_list:\t" + cpuList(c.want) + "\n"
+		if got := readFile(t, out); r.ExitCode != 0 || got != want {
+			t.Errorf("CPUIDs %v: %+v, output %q, want %q", c.ids, r, got, want)
+		}
+	}
+}
+
+func TestCPUList(t *testing.T) {
+	for _, c := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""}, {[]int{3}, "3"}, {[]int{0, 1, 2}, "0-2"}, {[]int{5, 0, 1, 1, 3}, "0-1,3,5"}, {[]int{7, 8, 10, 11, 12}, "7-8,10-12"},
+	} {
+		if got := cpuList(c.in); got != c.want {
+			t.Errorf("cpuList(%v) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
 
@@ -795,30 +829,72 @@ func TestNoLeaks(t *testing.T) {
 
 // A new executor removes what a crashed one left: its root file system bind
 // and its containers, running ones included.
-func TestLeftoversOfACrash(t *testing.T) {
+const crashHelperEnv = "HPC_EXEC_TEST_CRASH"
+
+// crashHelper runs in a copy of the test binary: it launches the steps
+// TestRestartReattaches takes over and dies without cleaning anything up, as
+// a daemon killed with SIGKILL would.
+func crashHelper() int {
+	dir := os.Getenv(crashHelperEnv)
+	e, err := New(Options{StateDir: filepath.Join(dir, "state"), NodeName: "crashnode"})
+	if err != nil || !e.Containers() {
+		fmt.Println("FAIL", err, e.Mode())
+		return 1
+	}
+	out := filepath.Join(dir, "u", "o")
+	steps := []StepSpec{
+		// Runs on until the test lets it finish.
+		{ID: "40.batch", UID: nobody, GID: nobody, Stdout: out, Env: env,
+			Argv: []string{"/bin/sh", "-c", "echo up; while [ ! -e " + filepath.Join(dir, "u", "go") + " ]; do sleep 0.05; done; echo done; exit 7"}},
+		// Ends while no executor is there.
+		{ID: "41.batch", UID: nobody, GID: nobody, Env: env,
+			Argv: []string{"/bin/sh", "-c", "while [ ! -e " + filepath.Join(dir, "u", "go41") + " ]; do sleep 0.05; done; exit 3"}},
+		// Killed by the test.
+		{ID: "42.0", UID: nobody, GID: nobody, Tasks: []TaskSpec{
+			{Argv: []string{"/bin/sleep", "1000"}, Env: env}, {Argv: []string{"/bin/sleep", "1000"}, Env: env}}},
+	}
+	for _, spec := range steps {
+		if _, err := e.Launch(spec); err != nil {
+			fmt.Println("FAIL", err)
+			return 1
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(out); string(b) == "up\n" {
+			break
+		}
+	}
+	fmt.Println("PASS")
+	unix.Kill(os.Getpid(), unix.SIGKILL)
+	return 1
+}
+
+func TestRestartReattaches(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
 	base := testBase(t)
 	state := filepath.Join(base, "state")
-	e1, err := New(Options{StateDir: state, NodeName: "crashnode"})
-	if err != nil {
-		t.Fatal(err)
+	userDir(t, base, "u", nobody)
+	// The executor that launches the steps dies with its process.
+	cmd := osexec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashHelperEnv+"="+base)
+	b, _ := cmd.CombinedOutput()
+	if !strings.HasPrefix(string(b), "PASS") {
+		t.Fatalf("helper: %q", b)
 	}
-	t.Cleanup(func() { e1.Close() })
-	if !e1.Containers() {
-		e1.Close()
-		t.Skipf("containers are not usable here: %s", e1.Mode())
-	}
-	out := filepath.Join(userDir(t, base, "u", nobody), "o")
-	s := launch(t, e1, StepSpec{ID: "40.batch", UID: nobody, GID: nobody, Stdout: out,
-		Argv: []string{"/bin/sh", "-c", "echo up; sleep 1000"}})
-	waitForFile(t, out, "up", s)
-	procs := stepProcs(t, s)
 	// A step cgroup without a container, with a process in it.
-	stale := filepath.Join(e1.ctr.cgPaths["pids"], "stale")
-	if e1.ctr.v2 {
-		stale = filepath.Join(e1.ctr.cgPaths[""], "stale")
+	probe, err := New(Options{StateDir: filepath.Join(base, "probe"), NodeName: "probenode"})
+	if err != nil || !probe.Containers() {
+		t.Skipf("containers are not usable here: %v", err)
+	}
+	probe.Close()
+	cgParent := cgroupParent + "/" + nodeCgroup("crashnode", state)
+	stale := ""
+	for _, d := range cgroupDirs(t, cgParent) {
+		if strings.Contains(d, "/pids/") || cgroups.IsCgroup2UnifiedMode() {
+			stale = filepath.Join(d, "stale")
+		}
 	}
 	if err := os.Mkdir(stale, 0o755); err != nil {
 		t.Fatal(err)
@@ -833,15 +909,67 @@ func TestLeftoversOfACrash(t *testing.T) {
 	}
 	sleeperDone := make(chan error, 1)
 	go func() { sleeperDone <- sleeper.Wait() }()
-	// e1 "crashes": it is never closed. A new executor takes over.
+	// Step 41 ends before the new executor starts.
+	if err := os.WriteFile(filepath.Join(base, "u", "go41"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(state, "results", "41.batch")); strings.Contains(string(b), `"done":true`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("step 41 did not end")
+		}
+	}
+
+	// A new executor re-attaches to the steps.
 	e2, err := New(Options{StateDir: state, NodeName: "crashnode"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e2.Close() })
-	r := s.Wait() // the old step was killed
-	if r.Signal != int(syscall.SIGKILL) {
-		t.Errorf("old step: %+v", r)
+	steps := map[string]*Step{}
+	for _, s := range e2.Reattached() {
+		steps[s.ID()] = s
+	}
+	if len(steps) != 3 || steps["40.batch"] == nil || steps["41.batch"] == nil || steps["42.0"] == nil {
+		t.Fatalf("re-attached %v", steps)
+	}
+	if len(e2.Reattached()) != 0 {
+		t.Error("Reattached gives its steps twice")
+	}
+	// Launching a step that runs again is refused.
+	if _, err := e2.Launch(StepSpec{ID: "40.batch", Argv: []string{"/bin/true"}, Env: env}); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("launch of a re-attached step: %v", err)
+	}
+	if r := steps["41.batch"].Wait(); r.ExitCode != 3 || r.Signal != 0 {
+		t.Errorf("step that ended meanwhile: %+v", r)
+	}
+	s40 := steps["40.batch"]
+	select {
+	case <-s40.Done():
+		t.Fatal("the running step did not survive its executor")
+	default:
+	}
+	if err := os.WriteFile(filepath.Join(base, "u", "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := s40.Wait()
+	if r.ExitCode != 7 || r.Signal != 0 || r.Start.IsZero() || r.End.Before(r.Start) {
+		t.Errorf("re-attached step: %+v", r)
+	}
+	if got := readFile(t, filepath.Join(base, "u", "o")); got != "up\ndone\n" {
+		t.Errorf("output %q", got)
+	}
+	s42 := steps["42.0"]
+	procs := stepProcs(t, s42)
+	if len(procs) < 2 {
+		t.Errorf("step 42.0 has processes %v", procs)
+	}
+	s42.Kill(0)
+	r = s42.Wait()
+	if len(r.Tasks) != 2 || r.Signal == 0 {
+		t.Errorf("killed re-attached step: %+v", r)
 	}
 	checkGone(t, procs)
 	select {
@@ -854,6 +982,9 @@ func TestLeftoversOfACrash(t *testing.T) {
 		t.Errorf("stale cgroup %s is still there", stale)
 	}
 	checkNoLeftovers(t, e2)
+	if ents, _ := os.ReadDir(e2.ctr.resultsDir()); len(ents) != 0 {
+		t.Errorf("results files left: %v", ents)
+	}
 	if got := countMounts(t, e2.ctr.rootfs); got != 1 {
 		t.Errorf("%d root file system mounts stacked, want 1", got)
 	}

@@ -114,6 +114,14 @@ type JobSpec struct {
 	Signal          string    `json:"signal,omitempty"`            // --signal=[{R|B}:]sig[@secs], as given
 	MailType        string    `json:"mail_type,omitempty"`         // --mail-type (hpc sends no mail)
 	MailUser        string    `json:"mail_user,omitempty"`         // --mail-user
+
+	// Containers, as pyxis adds them to Slurm (issue 4): the batch script
+	// runs in this root file system or OCI bundle, and so do the job's
+	// srun steps unless srun names its own. The client makes the paths
+	// absolute; the nodes check them when a step starts.
+	ContainerImage   string `json:"container_image,omitempty"`   // --container-image
+	ContainerMounts  string `json:"container_mounts,omitempty"`  // --container-mounts: SRC:DST[:ro],...
+	ContainerWorkDir string `json:"container_workdir,omitempty"` // --container-workdir
 }
 
 // NodeAlloc is one node's share of an allocation.
@@ -123,6 +131,10 @@ type NodeAlloc struct {
 	Tasks int         `json:"tasks,omitempty"`
 	MemMB int64       `json:"mem_mb"`
 	Gres  []GresAlloc `json:"gres,omitempty"`
+	// CPUIDs are the node's CPUs (0 to CPUs-1 of its NodeName line) the
+	// job holds there, chosen when it starts (scontrol show job -d shows
+	// them as CPU_IDs); its steps' cpuset.
+	CPUIDs []int `json:"cpu_ids,omitempty"`
 }
 
 // GresAlloc names the devices of one GRES pool given to a job on a node
@@ -156,7 +168,10 @@ type Job struct {
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	// TimedOut is set when the job ran past its time limit and the
 	// controller had it killed; it then ends TIMEOUT.
-	TimedOut    bool   `json:"timed_out,omitempty"`
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Warned is set once the job's --signal warning has been sent (it is
+	// sent once per run).
+	Warned      bool   `json:"warned,omitempty"`
 	CancelledBy uint32 `json:"cancelled_by,omitempty"`
 	StdOut      string `json:"std_out,omitempty"` // expanded path
 	StdErr      string `json:"std_err,omitempty"` // expanded path
@@ -317,7 +332,22 @@ type SubmitResponse struct {
 type CancelRequest struct {
 	JobIDs []uint64 `json:"job_ids"`
 	Signal int      `json:"signal,omitempty"` // 0: cancel (SIGTERM, then SIGKILL)
+	// Scope says which processes a signal reaches, as scancel's flags do:
+	// SignalSteps (the default: every step but the batch shell, unless
+	// the signal is SIGKILL), SignalBatch (-b: the batch shell and its
+	// children only) or SignalFull (-f: both).
+	Scope string `json:"scope,omitempty"`
 }
+
+// Scopes of a CancelRequest's signal.
+const (
+	SignalSteps = ""
+	SignalBatch = "batch"
+	SignalFull  = "full"
+	// SignalShell reaches the batch shell alone, not its children: sbatch
+	// --signal=B:SIG@secs.
+	SignalShell = "shell"
+)
 
 // CancelResult is the outcome for one job id.
 type CancelResult struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -190,6 +191,10 @@ type Input struct {
 	Stdin    io.Reader                    // the script when no path and no --wrap are given
 	Hostname string                       // the submit host
 	Now      time.Time                    // the submit time, for --begin=now+1hour and the like
+	// Stat, when set, checks the --container-image and --container-mounts
+	// paths on the submitting host (see CheckContainerPaths); nil leaves
+	// them to the node.
+	Stat func(string) (fs.FileInfo, error)
 }
 
 // Resolve does what sbatch does before contacting the controller: parse the
@@ -276,6 +281,14 @@ func Resolve(args []string, in Input) (*Options, error) {
 		o.Spec.WorkDir = filepath.Clean(wd)
 	default:
 		o.Spec.WorkDir = filepath.Join(in.Cwd, wd)
+	}
+	if err := ResolveContainer(&o.Spec, in.Cwd); err != nil {
+		return nil, err
+	}
+	if in.Stat != nil {
+		if err := CheckContainerPaths(&o.Spec, in.Stat, in.ReadFile); err != nil {
+			return nil, err
+		}
 	}
 	if o.begin != "" {
 		t, err := ParseBegin(o.begin, in.Now)

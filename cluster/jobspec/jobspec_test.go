@@ -477,6 +477,7 @@ func TestReExports(t *testing.T) {
 // validValue gives options whose argument is checked a value they accept.
 var validValue = map[string]string{
 	"open-mode": "append", "mail-type": "END", "signal": "USR1@30", "begin": "now+1hour", "dependency": "afterok:1",
+	"container-workdir": "/w",
 }
 
 func TestOptionTable(t *testing.T) {

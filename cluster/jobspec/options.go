@@ -53,6 +53,9 @@ var optionTable = []option{
 	{Opt{"comment", 0, RequiredArg, ""}, nil},
 	{Opt{"constraint", 'C', RequiredArg, ""}, set(func(o *Options, v string) { o.Spec.Constraint = v })},
 	{Opt{"container", 0, RequiredArg, ""}, nil},
+	{Opt{"container-image", 0, RequiredArg, ""}, containerOption("container-image")}, // pyxis
+	{Opt{"container-mounts", 0, RequiredArg, ""}, containerOption("container-mounts")},
+	{Opt{"container-workdir", 0, RequiredArg, ""}, containerOption("container-workdir")},
 	{Opt{"contiguous", 0, NoArg, ""}, nil},
 	{Opt{"core-spec", 'S', RequiredArg, ""}, nil},
 	{Opt{"cores-per-socket", 0, RequiredArg, ""}, nil},

@@ -111,14 +111,14 @@ func TestGolden(t *testing.T) {
 		{"36_sinfo_Nl_busy", func() string {
 			return Sinfo(refPartitions(), busyNodes(), SinfoOptions{NodeCentric: true, Long: true, Now: busyNow})
 		}, []normaliser{sortRows(2)}},
-		{"37_scontrol_show_job_running", func() string { return ShowJob(findJob(busyJobs(), 15), busyNow, false) }, jobRuntime},
-		{"38_scontrol_show_job_multi", func() string { return ShowJob(findJob(busyJobs(), 18), busyNow, false) }, jobRuntime},
-		{"39_scontrol_show_job_gpu", func() string { return ShowJob(findJob(busyJobs(), 19), busyNow, false) }, jobRuntime},
-		{"40_scontrol_show_job_pending_resources", func() string { return ShowJob(findJob(busyJobs(), 20), busyNow, false) },
+		{"37_scontrol_show_job_running", func() string { return ShowJob(findJob(busyJobs(), 15), busyNow, false, false) }, jobRuntime},
+		{"38_scontrol_show_job_multi", func() string { return ShowJob(findJob(busyJobs(), 18), busyNow, false, false) }, jobRuntime},
+		{"39_scontrol_show_job_gpu", func() string { return ShowJob(findJob(busyJobs(), 19), busyNow, false, false) }, jobRuntime},
+		{"40_scontrol_show_job_pending_resources", func() string { return ShowJob(findJob(busyJobs(), 20), busyNow, false, false) },
 			append([]normaliser{pendingTRESNodes, lastSchedEval}, jobRuntime...)},
-		{"41_scontrol_show_job_dependency", func() string { return ShowJob(findJob(busyJobs(), 21), busyNow, false) }, jobRuntime},
-		{"42_scontrol_show_job_held", func() string { return ShowJob(findJob(busyJobs(), 22), busyNow, false) }, jobRuntime},
-		{"43_scontrol_show_job_oneline", func() string { return ShowJob(findJob(busyJobs(), 15), busyNow, true) }, jobRuntime},
+		{"41_scontrol_show_job_dependency", func() string { return ShowJob(findJob(busyJobs(), 21), busyNow, false, false) }, jobRuntime},
+		{"42_scontrol_show_job_held", func() string { return ShowJob(findJob(busyJobs(), 22), busyNow, false, false) }, jobRuntime},
+		{"43_scontrol_show_job_oneline", func() string { return ShowJob(findJob(busyJobs(), 15), busyNow, true, false) }, jobRuntime},
 		{"44_scontrol_show_node_node1_busy", func() string { return ShowNode(busyNodes()[0], false) }, nodeRuntime},
 		{"45_scontrol_show_node_node3_busy", func() string { return ShowNode(busyNodes()[2], false) },
 			append([]normaliser{allocGres}, nodeRuntime...)},
@@ -126,7 +126,7 @@ func TestGolden(t *testing.T) {
 			append([]normaliser{allocGres}, nodeRuntime...)},
 		{"69_err_sinfo_unknown_partition", func() string { return Sinfo(nil, refNodes(), SinfoOptions{}) }, nil},
 		{"71_scontrol_show_job_cancelled", func() string {
-			return ShowJob(findJob(afterCancelJobs(), 16), at(4, 59, 35), false)
+			return ShowJob(findJob(afterCancelJobs(), 16), at(4, 59, 35), false, false)
 		}, jobRuntime},
 		{"72_squeue_after_cancel_one", func() string { return Squeue(afterCancelJobs(), at(4, 59, 35), SqueueOptions{}) }, nil},
 		{"74_squeue_empty_after", func() string { return Squeue(nil, at(4, 59, 40), SqueueOptions{}) }, nil},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func (r *record) end(oneLiner bool) string {
 // (Nice=0, QOS=normal, Requeue=1, OverSubscribe=OK, ...); Priority is
 // BasicPriority; a pending job's eligibility and accrue times are Unknown
 // while it waits on a dependency or a hold.
-func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
+func ShowJob(j api.Job, now time.Time, oneLiner, details bool) string {
 	r := newRecord(oneLiner)
 	if j.ArrayJobID != 0 {
 		r.add(fmt.Sprintf("JobId=%d ArrayJobId=%d ArrayTaskId=%d JobName=%s", j.ID, j.ArrayJobID, j.ArrayTaskID, orNull(j.Spec.Name)))
@@ -134,6 +135,15 @@ func ShowJob(j api.Job, now time.Time, oneLiner bool) string {
 	r.nl()
 	r.add("Socks/Node=* NtasksPerN:B:S:C=" + strconv.Itoa(j.Spec.NTasksPerNode) + ":0:*:* CoreSpec=*")
 	r.nl()
+	if details && jobStarted(j) && len(j.Alloc) > 0 {
+		// What each node gives the job, as scontrol show job -d lists it.
+		r.add("JOB_GRES=" + orNull(jobGresAlloc(j)))
+		r.nl()
+		for _, a := range j.Alloc {
+			r.add("  Nodes=" + a.Node + " CPU_IDs=" + idList(a.CPUIDs) + " Mem=" + strconv.FormatInt(a.MemMB, 10) + " GRES=" + gresOfAlloc(a))
+			r.nl()
+		}
+	}
 	mem := "MinMemoryCPU=" + convertMB(DefMemPerCPU)
 	switch {
 	case j.Spec.MemPerNodeMB > 0:
@@ -435,4 +445,61 @@ func PingLines(ctls []Controller, asRoot bool) string {
 		b.WriteString("*****************************************\n")
 	}
 	return b.String()
+}
+
+// idList spells CPU or device indices as Slurm's bitmaps do ("0-1,4").
+func idList(ids []int) string {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, strconv.Itoa(ids[i])+"-"+strconv.Itoa(ids[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(ids[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// gresOfAlloc is the GRES a node gives a job, with device indices, as
+// scontrol show job -d shows it: "gpu:a100:2(IDX:0-1)".
+func gresOfAlloc(a api.NodeAlloc) string {
+	var parts []string
+	for _, g := range a.Gres {
+		name := g.Name
+		if g.Type != "" {
+			name += ":" + g.Type
+		}
+		parts = append(parts, fmt.Sprintf("%s:%d(IDX:%s)", name, len(g.Indices), idList(g.Indices)))
+	}
+	return strings.Join(parts, ",")
+}
+
+// jobGresAlloc is the job's JOB_GRES: the GRES of all its nodes summed.
+func jobGresAlloc(j api.Job) string {
+	count := map[string]int{}
+	var names []string
+	for _, a := range j.Alloc {
+		for _, g := range a.Gres {
+			name := g.Name
+			if g.Type != "" {
+				name += ":" + g.Type
+			}
+			if _, ok := count[name]; !ok {
+				names = append(names, name)
+			}
+			count[name] += len(g.Indices)
+		}
+	}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s:%d", n, count[n]))
+	}
+	return strings.Join(parts, ",")
 }

@@ -231,7 +231,7 @@ func TestShowJobCarriedOptions(t *testing.T) {
 	j.Spec.MemPerCPUMB = 500
 	j.Spec.MailType = "end"
 	j.Spec.Gpus = "2"
-	got := ShowJob(j, at(4, 59, 33), true)
+	got := ShowJob(j, at(4, 59, 33), true, false)
 	for _, want := range []string{
 		" QOS=high ", " Dependency=afterok:15(unfulfilled) ", " Requeue=0 ", " TimeMin=00:05:00 ",
 		" ReqNodeList=node[1-2] ExcNodeList=node4 ", " NtasksPerN:B:S:C=2:0:*:* ",
@@ -287,12 +287,12 @@ func TestControllerSchedulingView(t *testing.T) {
 	if got != "1234 2026-11-30T05:09:29 node[1,4]\n" {
 		t.Errorf("squeue: %q", got)
 	}
-	show := ShowJob(j, now, true)
+	show := ShowJob(j, now, true, false)
 	if !strings.Contains(show, " Priority=1234 ") || !strings.Contains(show, " StartTime=2026-11-30T05:09:29 EndTime=2026-11-30T05:19:29 ") {
 		t.Errorf("show job: %s", show)
 	}
 	j.Hold, j.Restarts = "user", 2
-	if show := ShowJob(j, now, true); !strings.Contains(show, " Priority=0 ") || !strings.Contains(show, " Restarts=2 ") {
+	if show := ShowJob(j, now, true, false); !strings.Contains(show, " Priority=0 ") || !strings.Contains(show, " Restarts=2 ") {
 		t.Errorf("held: %s", show)
 	}
 }

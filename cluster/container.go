@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"hpc/cluster/api"
+	"hpc/cluster/jobspec"
+	"hpc/exec"
+)
+
+// validateContainer checks the syntax of the container options (pyxis's
+// --container-image, --container-mounts, --container-workdir), which
+// clients other than sbatch and srun may get wrong; whether the paths exist
+// is for the nodes to say, where the job runs.
+func validateContainer(s *api.JobSpec) error {
+	bad := func(msg string) error {
+		return &api.Error{Message: "Invalid container specification", Detail: msg}
+	}
+	if s.ContainerImage == "" {
+		if s.ContainerMounts != "" || s.ContainerWorkDir != "" {
+			return bad("--container-mounts and --container-workdir need --container-image")
+		}
+		return nil
+	}
+	if !filepath.IsAbs(s.ContainerImage) {
+		return bad(fmt.Sprintf("--container-image %q is not an absolute path", s.ContainerImage))
+	}
+	if _, err := jobspec.ParseContainerMounts(s.ContainerMounts, ""); err != nil {
+		return bad(err.Error())
+	}
+	if s.ContainerWorkDir != "" && !filepath.IsAbs(s.ContainerWorkDir) {
+		return bad(fmt.Sprintf("--container-workdir %q is not an absolute path", s.ContainerWorkDir))
+	}
+	return nil
+}
+
+// The agents' side of container images (the StepSpec of a batch step,
+// agent.go, and of srun's steps, steprun.go).
+
+// batchImage is the image the batch step of job j runs in (nil: the host's
+// file system): the job's --container-image, with the node's directories
+// the step needs bound in: the one holding the batch script (jobs, read-only),
+// the one holding the job's $TMPDIR (tmp) and its $SCRATCH. The parents are
+// bound, not the job's own directories, so that the mount points these need
+// in an image are made once per node rather than once per job. The batch
+// step of salloc's and srun's allocations only holds them: it stays on the
+// host.
+func batchImage(j *api.Job, jobs, tmp, scratch string) *exec.Image {
+	if j.Spec.ContainerImage == "" || j.Spec.Script == api.HolderScript {
+		return nil
+	}
+	return &exec.Image{Path: j.Spec.ContainerImage, Mounts: j.Spec.ContainerMounts, WorkDir: j.Spec.ContainerWorkDir,
+		Binds: jobBinds(jobs, tmp, scratch)}
+}
+
+// stepImage is the image an srun step of job j runs in (nil: the host's
+// file system): srun's own options, passed in its environment env (see
+// jobspec.EnvContainerImage), else the job's.
+func stepImage(j *api.Job, env []string, tmp, scratch string) *exec.Image {
+	img := &exec.Image{Path: j.Spec.ContainerImage, Mounts: j.Spec.ContainerMounts, WorkDir: j.Spec.ContainerWorkDir}
+	if v, ok := lookupVar(env, jobspec.EnvContainerImage); ok && v != "" {
+		img.Path = v
+		img.Mounts, _ = lookupVar(env, jobspec.EnvContainerMounts)
+		img.WorkDir, _ = lookupVar(env, jobspec.EnvContainerWorkDir)
+	}
+	if img.Path == "" {
+		return nil
+	}
+	img.Binds = jobBinds("", tmp, scratch)
+	return img
+}
+
+// jobBinds are the node's directories a job's step needs in its image.
+func jobBinds(jobs, tmp, scratch string) []exec.Mount {
+	var out []exec.Mount
+	if jobs != "" {
+		out = append(out, exec.Mount{Source: jobs, ReadOnly: true})
+	}
+	if tmp != "" {
+		out = append(out, exec.Mount{Source: filepath.Dir(tmp)})
+	}
+	if scratch != "" {
+		out = append(out, exec.Mount{Source: scratch})
+	}
+	return out
+}

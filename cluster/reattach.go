@@ -1,0 +1,170 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"hpc/cluster/api"
+	"hpc/exec"
+)
+
+// A node's daemon can be stopped and started again while its jobs run, as
+// slurmd can: Stop leaves the steps running (their supervisors need nothing
+// from the daemon), and the next daemon on the node re-attaches to them
+// (exec.Executor.Reattached) and reports their ends as if it had started
+// them. What it needs to report a batch step's end, the job as launched, is
+// kept while the job runs in <Dir>/running/<job id>.json (root's only).
+//
+// srun's steps do not survive: their output went through the daemon that
+// stopped, and their srun has lost its stream; a new daemon kills them.
+
+// runningPath is where the job whose batch step runs here is recorded.
+func (d *Daemon) runningPath(id uint64) string {
+	return filepath.Join(d.o.Dir, "running", strconv.FormatUint(id, 10)+".json")
+}
+
+// recordRunning keeps the job whose batch step has started on this node.
+func (d *Daemon) recordRunning(j *api.Job) {
+	b, err := json.Marshal(j)
+	if err == nil {
+		p := d.runningPath(j.ID)
+		if err = os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
+			err = os.WriteFile(p, b, 0o600)
+		}
+	}
+	if err != nil {
+		d.log.Warn("cannot record a running job; it will not survive a restart of this daemon", "job", j.ID, "err", err)
+	}
+}
+
+func (d *Daemon) forgetRunning(id uint64) { os.Remove(d.runningPath(id)) }
+
+// reattachSteps takes over the steps a previous daemon on this node left
+// running: batch steps are watched as if launched here; the rest are
+// killed. Once the leader answers, steps of jobs it no longer runs here
+// are killed too.
+func (d *Daemon) reattachSteps() {
+	steps := d.exec.Reattached()
+	// Records of jobs whose steps are gone.
+	ents, _ := os.ReadDir(filepath.Join(d.o.Dir, "running"))
+	have := map[string]bool{}
+	for _, s := range steps {
+		have[s.ID()] = true
+	}
+	for _, ent := range ents {
+		id := strings.TrimSuffix(ent.Name(), ".json")
+		if !have[id+".batch"] {
+			os.Remove(filepath.Join(d.o.Dir, "running", ent.Name()))
+		}
+	}
+	adopted := map[uint64]*api.Job{}
+	for _, s := range steps {
+		j := d.adopt(s)
+		if j == nil {
+			d.log.Warn("killing a step left by the previous daemon", "step", s.ID())
+			s.Kill(0)
+			continue
+		}
+		adopted[j.ID] = j
+		d.log.Info("re-attached to a running job", "job", j.ID)
+	}
+	if len(adopted) > 0 {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			d.reconcileAdopted(adopted)
+		}()
+	}
+}
+
+// adopt makes a re-attached batch step this daemon's, or returns nil.
+func (d *Daemon) adopt(s *exec.Step) *api.Job {
+	idText, ok := strings.CutSuffix(s.ID(), ".batch")
+	if !ok {
+		return nil
+	}
+	id, err := strconv.ParseUint(idText, 10, 64)
+	if err != nil {
+		return nil
+	}
+	b, err := os.ReadFile(d.runningPath(id))
+	if err != nil {
+		return nil
+	}
+	var j api.Job
+	if json.Unmarshal(b, &j) != nil || j.ID != id {
+		return nil
+	}
+	d.steps.mu.Lock()
+	d.steps.steps[id] = s
+	d.steps.jobs[id] = &j
+	d.steps.mu.Unlock()
+	go d.watch(&j, s, filepath.Join(d.o.Dir, "jobs", idText))
+	return &j
+}
+
+// reconcileAdopted asks the leader (retrying for a few minutes) which of
+// the adopted jobs still run on this node, and ends the others' steps: a
+// job the controller ended while this daemon was away (NODE_FAIL after the
+// node was marked DOWN, a cancel that could not reach the node) must not run
+// on, as slurmd kills the jobs slurmctld does not know when it registers.
+func (d *Daemon) reconcileAdopted(adopted map[uint64]*api.Job) {
+	var jobs api.JobsResponse
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(d.ctx, 15*time.Second)
+		err := d.getNode(ctx, d.addr(d.cfg.APIPort), "/api/jobs", &jobs)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			d.log.Warn("the controller did not answer; re-attached jobs run on", "err", err)
+			return
+		}
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	now := map[uint64]api.Job{}
+	for _, j := range jobs.Jobs {
+		now[j.ID] = j
+	}
+	for id, mine := range adopted {
+		j, ok := now[id]
+		why := ""
+		switch {
+		case !ok:
+			why = "unknown to the controller"
+		case j.State != api.StateRunning && j.State != api.StateCompleting:
+			why = fmt.Sprintf("it is %s", j.State)
+		case j.BatchHost != d.o.Name || j.Restarts != mine.Restarts:
+			why = "it runs elsewhere now"
+		}
+		d.steps.mu.Lock()
+		s := d.steps.steps[id]
+		d.steps.mu.Unlock()
+		if why == "" || s == nil || stepEnded(s) {
+			continue
+		}
+		d.log.Warn("killing a re-attached job", "job", id, "why", why)
+		s.Kill(0)
+	}
+}
+
+func stepEnded(s *exec.Step) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}

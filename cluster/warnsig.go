@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"hpc/cluster/api"
+	"hpc/cluster/jobspec"
+)
+
+// signalJobScope tells the batch host to deliver a signal to a running
+// job's steps, its batch shell or both (scope: api.SignalSteps,
+// SignalBatch or SignalFull).
+func (d *Daemon) signalJobScope(j *api.Job, sig int, scope string) error {
+	addr, err := d.nodeAPI(j.BatchHost)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
+	defer cancel()
+	return d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Scope: scope}, nil)
+}
+
+// sendWarnSignals delivers --signal=[B:]SIG@secs: once a running job is
+// within secs of its time limit, SIG goes to its steps (or with B: to its
+// batch shell alone, not the shell's children), once per run, as slurmctld sends it. The leader's timer
+// makes this accurate to its tick (Slurm's own resolution is a minute).
+func (d *Daemon) sendWarnSignals() {
+	now := d.now()
+	type warn struct {
+		job   *api.Job
+		sig   int
+		scope string
+	}
+	var due []warn
+	d.fsm.view(func(st *state) {
+		for _, j := range st.Jobs {
+			lim := j.Spec.TimeLimitMin
+			if j.State != api.StateRunning || j.Warned || j.Spec.Signal == "" || lim <= 0 {
+				continue
+			}
+			spec, err := jobspec.ParseSignalSpec(j.Spec.Signal)
+			if err != nil || spec.Signal == 0 {
+				continue
+			}
+			at := j.StartTime.Add(time.Duration(lim)*time.Minute - time.Duration(spec.Seconds)*time.Second)
+			if now.Before(at) {
+				continue
+			}
+			scope := api.SignalSteps
+			if spec.Batch {
+				scope = api.SignalShell
+			}
+			cp := *j
+			due = append(due, warn{&cp, spec.Signal, scope})
+		}
+	})
+	if len(due) == 0 {
+		return
+	}
+	sort.Slice(due, func(a, b int) bool { return due[a].job.ID < due[b].job.ID })
+	ids := make([]uint64, len(due))
+	for i, w := range due {
+		ids[i] = w.job.ID
+	}
+	if _, err := d.propose(command{Op: opWarned, Time: now, JobIDs: ids}); err != nil {
+		d.log.Warn("warning signal commit failed", "err", err)
+		return
+	}
+	for _, w := range due {
+		d.log.Info("sending the job's warning signal", "job", w.job.ID, "signal", w.sig)
+		go func() {
+			if err := d.signalJobScope(w.job, w.sig, w.scope); err != nil {
+				d.log.Warn("warning signal failed", "job", w.job.ID, "err", err)
+			}
+		}()
+	}
+}

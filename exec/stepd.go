@@ -1,0 +1,163 @@
+//go:build linux
+
+package exec
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A container step's init is its supervisor, as slurmstepd is a step's
+// under Slurm: pid 1 of the step's pid namespace, running as the step's
+// user, it starts the step's processes as its own children, reaps them (and
+// every orphan of the namespace), and writes each task's end to two places:
+// a pipe the executor reads while it runs, and a file in the executor's
+// state directory. The file is what lets a new executor, after the daemon
+// that started a step went away, learn how a step it re-attached ended.
+// When every task has ended the supervisor exits, and the kernel kills what
+// is left in the namespace.
+//
+// The executor hands it, besides stdin, stdout and stderr (/dev/null):
+//
+//	fd 3: the plan (JSON, supPlan), read to its end
+//	fd 4: the results file (JSON lines, supEvent), append only
+//	fd 5: the events pipe (the same lines, plus the start report)
+//	fd 6 and up: the tasks' output files or pipes, as the plan numbers them
+const (
+	supPlanFD   = 3
+	supResultFD = 4
+	supEventFD  = 5
+	supFirstFD  = 6
+)
+
+// supPlan is what the supervisor starts.
+type supPlan struct {
+	Tasks []supTask `json:"tasks"`
+}
+
+// supTask is one process of a step.
+type supTask struct {
+	Argv   []string `json:"argv"`
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir"`
+	Stdout int      `json:"stdout"` // a file descriptor of the supervisor
+	Stderr int      `json:"stderr"`
+}
+
+// supEvent is one line of the supervisor's reports: the start report
+// (Started with the tasks' pids in the step's namespace, or Err for the
+// task that could not be started), then one line per task end, then Done.
+type supEvent struct {
+	Started bool   `json:"started,omitempty"`
+	Pids    []int  `json:"pids,omitempty"`
+	Err     string `json:"err,omitempty"`
+	Task    int    `json:"task"`
+	End     bool   `json:"end,omitempty"`
+	Exit    int    `json:"exit,omitempty"`
+	Signal  int    `json:"signal,omitempty"`
+	Done    bool   `json:"done,omitempty"`
+}
+
+// supervise is the supervisor's main; it never returns.
+func supervise() {
+	runtime.GOMAXPROCS(1)
+	// Every signal gets a handler, so that none ends the supervisor (pid 1
+	// gets only the signals it handles from inside its namespace, and the
+	// executor sends it nothing but SIGKILL) and the tasks start with every
+	// signal at its default action (handled signals are reset in a child;
+	// ignored ones would stay ignored).
+	signal.Notify(make(chan os.Signal, 1))
+	// No task may inherit the supervisor's own files (a task could write
+	// lines into the results file), nor another task's output.
+	for _, fd := range []int{supPlanFD, supResultFD, supEventFD} {
+		syscall.CloseOnExec(fd)
+	}
+	events := os.NewFile(supEventFD, "events")
+	results := os.NewFile(supResultFD, "results")
+	report := func(ev supEvent) {
+		b, _ := json.Marshal(ev)
+		b = append(b, '\n')
+		if ev.End || ev.Done {
+			_, _ = results.Write(b)
+		}
+		_, _ = events.Write(b) // fails harmlessly once the executor is gone
+	}
+	fail := func(msg string) {
+		report(supEvent{Err: msg})
+		os.Exit(1)
+	}
+	raw, err := io.ReadAll(os.NewFile(supPlanFD, "plan"))
+	if err != nil {
+		fail(fmt.Sprintf("read the step's plan: %v", err))
+	}
+	var plan supPlan
+	if err := json.Unmarshal(raw, &plan); err != nil || len(plan.Tasks) == 0 {
+		fail(fmt.Sprintf("bad step plan: %v", err))
+	}
+	for _, t := range plan.Tasks {
+		syscall.CloseOnExec(t.Stdout) // ForkExec dups them into place
+		syscall.CloseOnExec(t.Stderr)
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		fail(err.Error())
+	}
+	pids := make([]int, len(plan.Tasks))
+	task := map[int]int{} // pid -> task
+	for i, t := range plan.Tasks {
+		pid, err := syscall.ForkExec(t.Argv[0], t.Argv, &syscall.ProcAttr{
+			Dir:   t.Dir,
+			Env:   t.Env,
+			Files: []uintptr{devnull.Fd(), uintptr(t.Stdout), uintptr(t.Stderr)},
+			// Each task leads its own process group, as slurmstepd's do.
+			Sys: &syscall.SysProcAttr{Setpgid: true},
+		})
+		if err != nil {
+			// The tasks started so far die with this namespace.
+			r := supEvent{Err: fmt.Sprintf("execve(): %s: %s", t.Argv[0], errnoText(err)), Task: i}
+			report(r)
+			os.Exit(1)
+		}
+		pids[i] = pid
+		task[pid] = i
+	}
+	devnull.Close()
+	for _, t := range plan.Tasks {
+		// The tasks have their copies; closing ours lets pipes reach EOF.
+		unix.Close(t.Stdout)
+		unix.Close(t.Stderr)
+	}
+	report(supEvent{Started: true, Pids: pids})
+	for left := len(pids); left > 0; {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			break // ECHILD: nothing left to wait for
+		}
+		i, ok := task[pid]
+		if !ok {
+			continue // an orphan of the namespace
+		}
+		delete(task, pid)
+		left--
+		ev := supEvent{Task: i, End: true}
+		if ws.Signaled() {
+			ev.Signal = int(ws.Signal())
+		} else {
+			ev.Exit = ws.ExitStatus()
+		}
+		report(ev)
+	}
+	report(supEvent{Done: true})
+	os.Exit(0)
+}

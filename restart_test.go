@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLabRestartKeepsJobs stops a node's daemon as a service manager stops
+// slurmd (SIGTERM) while two jobs run on that node, lets one of them end
+// while no daemon is there, and starts the daemon again: both jobs survive
+// the restart, the new daemon re-attaches to them, and their ends reach the
+// controller and accounting as if nothing had happened. The daemon then
+// dies (SIGKILL) and is started again; the job survives that too. A lab of its own
+// (addresses 127.0.98.x, ports 32017-32019).
+func TestLabRestartKeepsJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real 3-node cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	l, _ := startLab(t, "hpc-restart-", 3, "127.0.98.", 32017, "KillWait=2\n")
+	// node1 leads, so node3 can go away without a new election.
+	if out, errs, code := l.run(0, l.top, "scontrol", "takeover", "node1"); code != 0 {
+		t.Fatalf("takeover: %s %s", out, errs)
+	}
+	work := filepath.Join(l.top, "work")
+	os.Mkdir(work, 0o755)
+	os.Chown(work, nobody, nobody)
+	wait := func(name string) string {
+		return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.1; done\n", filepath.Join(work, name))
+	}
+	cpus := "grep Cpus_allowed_list /proc/self/status; "
+	long := l.submit(nobody, work, "-w", "node3", "-o", "long.out", "--wrap",
+		"echo start; "+cpus+strings.ReplaceAll(wait("go-long"), "\n", "; ")+"echo end $SLURM_JOB_ID")
+	short := l.submit(nobody, work, "-w", "node3", "-o", "short.out", "--wrap",
+		"echo start; "+cpus+strings.ReplaceAll(wait("go-short"), "\n", "; ")+"exit 4")
+	l.waitState(long, "R")
+	l.waitState(short, "R")
+	longCPUs := waitFile(t, filepath.Join(work, "long.out"), "Cpus_allowed_list")
+	shortCPUs := waitFile(t, filepath.Join(work, "short.out"), "Cpus_allowed_list")
+	// Each job holds one of node3's two CPUs (scontrol show job -d) and
+	// runs on it: a host CPU of its own where the host has two.
+	var ids []string
+	for _, id := range []uint64{long, short} {
+		out, _, _ := l.run(0, l.top, "scontrol", "-d", "show", "job", fmt.Sprint(id))
+		m := regexp.MustCompile(`Nodes=node3 CPU_IDs=(\S+) Mem=`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("scontrol -d show job %d:\n%s", id, out)
+		}
+		ids = append(ids, m[1])
+	}
+	if ids[0] == ids[1] || (ids[0] != "0" && ids[0] != "1") || (ids[1] != "0" && ids[1] != "1") {
+		t.Errorf("CPU_IDs %v", ids)
+	}
+	if runtime.NumCPU() >= 2 && longCPUs == shortCPUs {
+		t.Errorf("both jobs run on the same CPUs: %q", longCPUs)
+	}
+
+	// Stop node3's daemon as a service manager would.
+	b, err := os.ReadFile(filepath.Join(l.dir, "node3", "hpc.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("node3's daemon did not stop")
+		}
+	}
+	// The short job ends while no daemon runs on its node.
+	if err := os.WriteFile(filepath.Join(work, "go-short"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up again: %d\n%s\n%s", code, out, errs)
+	}
+	// The controller learns the short job's end from the new daemon.
+	l.waitAcct(short, fmt.Sprintf("%d|nobody|FAILED|4:0|node3", short))
+	// The long job runs on, and survives a crash of the daemon too.
+	if out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(long), "-o", "%t %N"); strings.TrimSpace(out) != "R node3" {
+		t.Errorf("long job after the restart: %q", out)
+	}
+	b, err = os.ReadFile(filepath.Join(l.dir, "node3", "hpc.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	syscall.Kill(pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("node3's daemon did not die")
+		}
+	}
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up after the crash: %d\n%s\n%s", code, out, errs)
+	}
+	if out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(long), "-o", "%t %N"); strings.TrimSpace(out) != "R node3" {
+		t.Errorf("long job after the crash: %q", out)
+	}
+	if err := os.WriteFile(filepath.Join(work, "go-long"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.waitAcct(long, fmt.Sprintf("%d|nobody|COMPLETED|0:0|node3", long))
+	if got := readFileT(t, filepath.Join(work, "long.out")); got != fmt.Sprintf("start\n%s\nend %d\n", longCPUs, long) {
+		t.Errorf("output of the re-attached job: %q", got)
+	}
+	// Nothing of them is left on the node.
+	if ents, _ := os.ReadDir(filepath.Join(l.dir, "node3", "running")); len(ents) != 0 {
+		t.Errorf("job records left: %v", ents)
+	}
+}
+
+// waitAcct polls sacct until the job's row is want.
+func (l *labT) waitAcct(id uint64, want string) {
+	l.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := l.acctRow(id)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("job %d: sacct row %q, want %q", id, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitFile waits until the file has a line containing want and returns it.
+func waitFile(t *testing.T, path, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, want) {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %q, want a line with %q", path, b, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func readFileT(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
