@@ -7,19 +7,24 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"hpc/cluster/api"
 	"hpc/cluster/hostlist"
@@ -429,6 +434,91 @@ func TestLabSteps(t *testing.T) {
 		l.waitState(id, "CA")
 	})
 
+	t.Run("Stdin", func(t *testing.T) {
+		l := l.with(t)
+		// srun's standard input reaches every task by default, one task
+		// with --input=N, none with --input=none; a batch script's srun
+		// (stdin /dev/null) gives its tasks /dev/null.
+		run := func(stdin string, args ...string) (string, string, int) {
+			cmd := exec.Command(l.bin, args...)
+			cmd.Dir, cmd.Env = rootDir, append(os.Environ(), "HPC_DIR="+l.dir)
+			cmd.Stdin = strings.NewReader(stdin)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			return out.String(), errb.String(), code
+		}
+		big := strings.Repeat("0123456789abcdef", 16<<10) // 256 KiB: many pieces
+		out, errs, code := run("hello\n"+big, "srun", "-N2", "-n2", "-l", "sh", "-c", "read x; echo $x; wc -c")
+		if code != 0 || !reflect.DeepEqual(sortedLines(out), []string{"0: 262144", "0: hello", "1: 262144", "1: hello"}) {
+			t.Errorf("stdin to all: %d %q %q", code, out, errs)
+		}
+		out, errs, code = run("only one\n", "srun", "-n2", "-l", "--input=1", "sh", "-c", "cat; echo end")
+		if code != 0 || !reflect.DeepEqual(sortedLines(out), []string{"0: end", "1: end", "1: only one"}) {
+			t.Errorf("--input=1: %d %q %q", code, out, errs)
+		}
+		out, errs, code = run("ignored\n", "srun", "--input=none", "cat")
+		if code != 0 || out != "" {
+			t.Errorf("--input=none: %d %q %q", code, out, errs)
+		}
+		if _, errs, code = run("", "srun", "--input=x.txt", "true"); code == 0 || !strings.Contains(errs, "--input=x.txt") {
+			t.Errorf("--input=FILE: %d %q", code, errs)
+		}
+	})
+
+	t.Run("Pty", func(t *testing.T) {
+		l := l.with(t)
+		// srun --pty: task 0 runs on a terminal of srun's terminal's size,
+		// keys reach it raw (Ctrl-C interrupts the command on the task's
+		// terminal, not srun), and what it writes comes back.
+		master, slave := testPTY(t, 33, 77)
+		cmd := exec.Command(l.bin, "srun", "--pty", "sh")
+		cmd.Dir, cmd.Env = rootDir, append(os.Environ(), "HPC_DIR="+l.dir, "PS1=$ ")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		slave.Close()
+		var got syncBuffer
+		go io.Copy(&got, master)
+		waitOut := func(what string) {
+			for deadline := time.Now().Add(30 * time.Second); !strings.Contains(got.String(), what); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no %q in %q", what, got.String())
+				}
+			}
+		}
+		// What the task prints is computed, so that the terminal's echo of
+		// the command line cannot pass for it.
+		io.WriteString(master, "test -t 0 && echo tty-$((6*7)); stty size\r")
+		waitOut("33 77")
+		waitOut("tty-42")
+		io.WriteString(master, "sleep 30; echo after-$((1+1))\r")
+		time.Sleep(500 * time.Millisecond)
+		io.WriteString(master, "\x03") // Ctrl-C: the sleep ends, the shell stays
+		io.WriteString(master, "echo still-$((2+3)); exit 5\r")
+		waitOut("still-5")
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 5 {
+				t.Errorf("srun --pty: %v, output %q", err, got.String())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("srun --pty did not end: %q", got.String())
+		}
+		if strings.Contains(got.String(), "after-2") {
+			t.Errorf("Ctrl-C did not reach the task's terminal: %q", got.String())
+		}
+	})
+
 	t.Run("SignalScopes", func(t *testing.T) {
 		l := l.with(t)
 		// scancel -s reaches the steps only; -b the batch shell only; -f
@@ -635,4 +725,45 @@ func TestLabStepsUnprivileged(t *testing.T) {
 	if got := sortedLines(errs); strings.Join(got, "|") != strings.Join(wantErr, "|") {
 		t.Errorf("stderr %q, want %q", got, wantErr)
 	}
+}
+
+// testPTY opens a pseudo-terminal of rows x cols: a terminal for srun.
+func testPTY(t *testing.T, rows, cols uint16) (master, slave *os.File) {
+	t.Helper()
+	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	master = os.NewFile(uintptr(m), "ptmx")
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	sfd, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(m), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	slave = os.NewFile(sfd, "pts")
+	if err := unix.IoctlSetWinsize(int(sfd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		t.Fatal(err)
+	}
+	return master, slave
+}
+
+// syncBuffer is a bytes.Buffer several goroutines may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -42,6 +42,9 @@ type taskStep struct {
 type launch struct {
 	uid       uint32
 	nodes     []string
+	tasks     []int  // per node
+	input     string // api.StepRequest.Input
+	pty       bool
 	cancelled atomic.Bool
 }
 
@@ -65,6 +68,11 @@ type (
 		Export     string   `json:"export,omitempty"`
 		WorkDir    string   `json:"work_dir,omitempty"`
 		MasterPort int      `json:"master_port"`
+		// srun's input and terminal (stepinput.go).
+		Input string `json:"input,omitempty"`
+		Pty   bool   `json:"pty,omitempty"`
+		Rows  uint16 `json:"rows,omitempty"`
+		Cols  uint16 `json:"cols,omitempty"`
 	}
 	// taskFrame is one line of an agent's answer to a step launch.
 	taskFrame struct {
@@ -197,7 +205,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 	}
 	j, s := &created.Job, created.Step
 	key := stepKey{j.ID, s.ID}
-	l := &launch{uid: j.UID, nodes: s.Nodes}
+	l := &launch{uid: j.UID, nodes: s.Nodes, tasks: s.Tasks, input: req.Input, pty: req.Pty}
 	d.steps.mu.Lock()
 	d.steps.launches[key] = l
 	d.steps.mu.Unlock()
@@ -242,7 +250,8 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 	for i, node := range s.Nodes {
 		wg.Go(func() {
 			lr := stepLaunchRequest{Job: *j, Step: s, Node: i, Argv: req.Argv, Env: req.Env,
-				Export: req.Export, WorkDir: req.WorkDir, MasterPort: port}
+				Export: req.Export, WorkDir: req.WorkDir, MasterPort: port,
+				Input: req.Input, Pty: req.Pty, Rows: req.Rows, Cols: req.Cols}
 			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out)
 		})
 	}
@@ -633,6 +642,7 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 			Stdout: frameWriter{out, first + i, api.StreamStdout},
 			Stderr: frameWriter{out, first + i, api.StreamStderr},
 		}
+		taskInput(&tasks[i], &req, first+i) // stepinput.go
 	}
 	mine := allocOn(j, d.o.Name)
 	cpus := n * max(s.CPUsPerTask, 1)

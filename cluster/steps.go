@@ -352,6 +352,7 @@ func (d *Daemon) registerStepRoutes(mux *http.ServeMux) {
 	// Served by the node srun or salloc talks to.
 	mux.HandleFunc("POST /api/step/run", d.localRoute(d.handleStepRun))
 	mux.HandleFunc("POST /api/step/signal", d.localRoute(d.handleStepSignal))
+	mux.HandleFunc("POST /api/step/input", d.localRoute(d.handleStepInput))
 	// Served by the leader.
 	mux.HandleFunc("POST /api/step/create", d.leaderRoute(d.handleStepCreate))
 	mux.HandleFunc("GET /api/alloc/wait", d.leaderRoute(d.handleAllocWait))
@@ -360,6 +361,7 @@ func (d *Daemon) registerStepRoutes(mux *http.ServeMux) {
 	// Served by the agents.
 	mux.HandleFunc("POST /internal/step/launch", d.nodeRoute(d.handleStepLaunch))
 	mux.HandleFunc("POST /internal/step/signal", d.nodeRoute(d.handleTaskSignal))
+	mux.HandleFunc("POST /internal/step/input", d.nodeRoute(d.handleTaskInput))
 	mux.HandleFunc("POST /internal/step/port", d.nodeRoute(d.handleStepPort))
 	mux.HandleFunc("POST /internal/job/cleanup", d.nodeRoute(d.handleJobCleanup))
 	mux.HandleFunc("POST /internal/job/release", d.nodeRoute(d.handleHolderRelease))

@@ -40,9 +40,12 @@ type runOpts struct {
 	argv   []string
 	// multiProg is --multi-prog: argv is a dispatcher made from the file.
 	multiProg bool
-	name      string
-	help      bool
-	version   bool
+	// pty is --pty, input --input (srun_input.go).
+	pty     bool
+	input   string
+	name    string
+	help    bool
+	version bool
 }
 
 // allocOptions are the options of srun and salloc that shape an allocation
@@ -95,7 +98,7 @@ var runOnlyOptions = []jobspec.Opt{
 }
 
 // unsupported are options hpc's srun accepts but cannot honour yet.
-var unsupported = map[string]bool{"pty": true, "output": true, "error": true, "input": true}
+var unsupported = map[string]bool{"output": true, "error": true}
 
 // parseRun parses srun's or salloc's arguments; done reports that the
 // command is over (help, or an error already printed) with status code.
@@ -132,6 +135,17 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 			o.quiet = true
 		case "multi-prog":
 			o.multiProg = true
+		case "pty", "input":
+			if prog == "salloc" {
+				return &jobspec.UsageError{Msg: fmt.Sprintf("--%s is not supported by hpc's salloc: give it to srun", opt.Long), Code: 1}
+			}
+			if opt.Long == "pty" {
+				o.pty = true
+			} else if err := checkInput(val); err != nil {
+				return err
+			} else {
+				o.input = val
+			}
 		case "container-image", "container-mounts", "container-workdir":
 			if prog == "salloc" {
 				return &jobspec.UsageError{Msg: fmt.Sprintf("--%s is not supported by hpc's salloc: give it to srun", opt.Long), Code: 1}
@@ -395,6 +409,8 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 		req.Name = o.spec.Name
 	}
 	containerStep(e, o, &req)
+	restoreTerm := stepInput(e, prog, o, &req) // srun_input.go
+	defer restoreTerm()
 	if o.set["nodes"] {
 		req.Nodes = o.spec.Nodes
 	}
@@ -463,6 +479,7 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 			mu.Lock()
 			step = ev.Step
 			mu.Unlock()
+			go forwardInput(ctx, e, cl, &req, ev.Step.ID)
 			if ev.Warning != "" && !o.quiet {
 				con.printf("%s: Warning: %s\n", prog, ev.Warning)
 			}

@@ -488,7 +488,7 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 	// the events pipe and the tasks' output.
 	var tio *taskIO
 	if len(spec.Tasks) > 0 {
-		if tio, err = newTaskIO(spec.Tasks); err != nil {
+		if tio, err = newTaskIO(spec.Tasks, spec.UID); err != nil {
 			return fmt.Errorf("step %s: %w", spec.ID, err)
 		}
 	}
@@ -496,6 +496,7 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		if tio != nil {
 			tio.closeWriters()
 			tio.drain(0)
+			tio.closeInputs()
 		}
 	}
 	files := []*os.File{nil, nil, nil}
@@ -513,7 +514,11 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		plan.Tasks = []supTask{{Argv: spec.Argv, Env: spec.Env, Dir: io.cwd, Stdout: fd(io.stdout), Stderr: fd(io.stderr)}}
 	} else {
 		for i, t := range spec.Tasks {
-			plan.Tasks = append(plan.Tasks, supTask{Argv: t.Argv, Env: t.Env, Dir: io.cwd, Stdout: fd(tio.stdout[i]), Stderr: fd(tio.stderr[i])})
+			st := supTask{Argv: t.Argv, Env: t.Env, Dir: io.cwd, Stdout: fd(tio.stdout[i]), Stderr: fd(tio.stderr[i]), TTY: t.TTY}
+			if tio.stdin[i] != nil {
+				st.Stdin = fd(tio.stdin[i])
+			}
+			plan.Tasks = append(plan.Tasks, st)
 		}
 	}
 	planFile, err := memFile("hpc-step-plan", plan)
@@ -585,6 +590,7 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		evR.Close()
 		if tio != nil {
 			tio.drain(outputGrace)
+			tio.closeInputs()
 		}
 		_ = c.Destroy()
 		os.Remove(resultPath)
@@ -603,6 +609,9 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 	}
 	s.start = start
 	s.pid = hostPid(c, first.Pids[0])
+	if tio != nil {
+		s.inputs, s.ttys = tio.inputs, tio.ttys
+	}
 	supPid, _ := sup.Pid()
 	k := &ctrStep{c: c, initPid: supPid}
 	s.sig = k
@@ -658,6 +667,9 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 			tio.drain(outputGrace)
 		}
 		ended.Wait()
+		if tio != nil {
+			tio.closeInputs()
+		}
 		res := r.finishStep(c, &spec, cgPaths, results, notice, tio != nil)
 		res.Start, res.End = start, end
 		if res.Err == nil && werr != nil && !isExitError(werr) {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Options configures an Executor.
@@ -92,8 +94,17 @@ type TaskSpec struct {
 	// Env is the task's complete environment.
 	Env []string
 	// Stdout and Stderr receive the task's output as it is written (from
-	// one goroutine per stream); nil discards it. Its stdin is /dev/null.
+	// one goroutine per stream); nil discards it.
 	Stdout, Stderr io.Writer
+	// Stdin gives the task a pipe as its standard input, written through
+	// Step.Stdin; otherwise its stdin is /dev/null.
+	Stdin bool
+	// TTY runs the task on a pseudo-terminal of its own (srun --pty): its
+	// stdin, stdout and stderr and its controlling terminal, in a session
+	// of its own. Its output (both streams) goes to Stdout; Step.Stdin
+	// types into it and Step.Resize sets its size, Rows x Cols to start.
+	TTY        bool
+	Rows, Cols uint16
 }
 
 // TaskResult is how one task of a step ended.
@@ -407,6 +418,32 @@ type Step struct {
 
 	done chan struct{}
 	res  Result
+
+	// inputs and ttys are the tasks' stdin and terminals (see TaskSpec).
+	inputs []io.WriteCloser
+	ttys   []*os.File
+}
+
+// Tasks is the number of tasks the step was launched with (0: a step
+// without Tasks).
+func (s *Step) Tasks() int { return len(s.inputs) }
+
+// Stdin is where task i's standard input comes from (TaskSpec.Stdin or
+// TTY), or nil. Closing it ends the task's input (^D on a terminal).
+func (s *Step) Stdin(i int) io.WriteCloser {
+	if i < 0 || i >= len(s.inputs) {
+		return nil
+	}
+	return s.inputs[i]
+}
+
+// Resize sets the size of task i's terminal (TaskSpec.TTY); the task gets
+// SIGWINCH.
+func (s *Step) Resize(i int, rows, cols uint16) error {
+	if i < 0 || i >= len(s.ttys) || s.ttys[i] == nil {
+		return errors.New("the task has no terminal")
+	}
+	return unix.IoctlSetWinsize(int(s.ttys[i].Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
 }
 
 // signaller delivers signals to the processes of a step.

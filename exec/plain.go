@@ -71,13 +71,23 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 		return err
 	}
 	var tio *taskIO
+	if len(spec.Tasks) > 1 {
+		for _, t := range spec.Tasks {
+			if t.TTY {
+				// Its own session would take it out of the step's
+				// process group, by which plain mode signals the tasks.
+				io.removeCreated(&spec, groups, e.switchUser)
+				return fmt.Errorf("step %s: a terminal (srun --pty) for one of several tasks needs containers; %s", spec.ID, e.mode)
+			}
+		}
+	}
 	if len(spec.Tasks) > 0 {
-		if tio, err = newTaskIO(spec.Tasks); err != nil {
+		if tio, err = newTaskIO(spec.Tasks, spec.UID); err != nil {
 			io.removeCreated(&spec, groups, e.switchUser)
 			return fmt.Errorf("step %s: %w", spec.ID, err)
 		}
 	}
-	command := func(argv, env []string, stdout, stderr *os.File, pgid int) *osexec.Cmd {
+	command := func(argv, env []string, stdin, stdout, stderr *os.File, tty bool, pgid int) *osexec.Cmd {
 		cmd := &osexec.Cmd{
 			Path:        argv[0],
 			Args:        argv,
@@ -86,6 +96,14 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 			Stdout:      stdout,
 			Stderr:      stderr,
 			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: pgid},
+		}
+		if stdin != nil {
+			cmd.Stdin = stdin
+		}
+		if tty {
+			// A session of its own (so its group is its pid, the step's
+			// pgid), with the terminal as its controlling one.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 		}
 		if cmd.Env == nil {
 			cmd.Env = []string{} // never the daemon's own environment
@@ -102,9 +120,9 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 	for i := range n {
 		var cmd *osexec.Cmd
 		if tio == nil {
-			cmd = command(spec.Argv, spec.Env, io.stdout, io.stderr, pgid)
+			cmd = command(spec.Argv, spec.Env, nil, io.stdout, io.stderr, false, pgid)
 		} else {
-			cmd = command(spec.Tasks[i].Argv, spec.Tasks[i].Env, tio.stdout[i], tio.stderr[i], pgid)
+			cmd = command(spec.Tasks[i].Argv, spec.Tasks[i].Env, tio.stdin[i], tio.stdout[i], tio.stderr[i], spec.Tasks[i].TTY, pgid)
 		}
 		if err := cmd.Start(); err != nil {
 			if pgid != 0 {
@@ -119,6 +137,7 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 				for k := range cmds {
 					tio.wait(k)
 				}
+				tio.closeInputs()
 			}
 			io.removeCreated(&spec, groups, e.switchUser)
 			return fmt.Errorf("step %s: %w", spec.ID, err)
@@ -134,6 +153,9 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 	}
 	s.start = time.Now()
 	s.pid = pgid
+	if tio != nil {
+		s.inputs, s.ttys = tio.inputs, tio.ttys
+	}
 	k := &plainStep{pgid: pgid}
 	s.sig = k
 	key := sanitizeID(spec.ID)
@@ -189,6 +211,9 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 			tio.drain(outputGrace)
 		}
 		ended.Wait()
+		if tio != nil {
+			tio.closeInputs()
+		}
 		if tio == nil {
 			res.ExitCode, res.Signal = results[0].ExitCode, results[0].Signal
 		} else {

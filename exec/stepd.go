@@ -47,8 +47,10 @@ type supTask struct {
 	Argv   []string `json:"argv"`
 	Env    []string `json:"env"`
 	Dir    string   `json:"dir"`
-	Stdout int      `json:"stdout"` // a file descriptor of the supervisor
+	Stdin  int      `json:"stdin,omitempty"` // 0: /dev/null
+	Stdout int      `json:"stdout"`          // a file descriptor of the supervisor
 	Stderr int      `json:"stderr"`
+	TTY    bool     `json:"tty,omitempty"` // Stdin is a terminal: make it the task's controlling one
 }
 
 // supEvent is one line of the supervisor's reports: the start report
@@ -104,6 +106,9 @@ func supervise() {
 	for _, t := range plan.Tasks {
 		syscall.CloseOnExec(t.Stdout) // ForkExec dups them into place
 		syscall.CloseOnExec(t.Stderr)
+		if t.Stdin > 0 {
+			syscall.CloseOnExec(t.Stdin)
+		}
 	}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
@@ -112,12 +117,22 @@ func supervise() {
 	pids := make([]int, len(plan.Tasks))
 	task := map[int]int{} // pid -> task
 	for i, t := range plan.Tasks {
+		stdin := devnull.Fd()
+		if t.Stdin > 0 {
+			stdin = uintptr(t.Stdin)
+		}
+		// Each task leads its own process group, as slurmstepd's do; a
+		// task on a terminal leads its own session, with the terminal as
+		// its controlling one.
+		sys := &syscall.SysProcAttr{Setpgid: true}
+		if t.TTY {
+			sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		}
 		pid, err := syscall.ForkExec(t.Argv[0], t.Argv, &syscall.ProcAttr{
 			Dir:   t.Dir,
 			Env:   t.Env,
-			Files: []uintptr{devnull.Fd(), uintptr(t.Stdout), uintptr(t.Stderr)},
-			// Each task leads its own process group, as slurmstepd's do.
-			Sys: &syscall.SysProcAttr{Setpgid: true},
+			Files: []uintptr{stdin, uintptr(t.Stdout), uintptr(t.Stderr)},
+			Sys:   sys,
 		})
 		if err != nil {
 			// The tasks started so far die with this namespace.
@@ -133,6 +148,9 @@ func supervise() {
 		// The tasks have their copies; closing ours lets pipes reach EOF.
 		unix.Close(t.Stdout)
 		unix.Close(t.Stderr)
+		if t.Stdin > 0 {
+			unix.Close(t.Stdin)
+		}
 	}
 	report(supEvent{Started: true, Pids: pids})
 	for left := len(pids); left > 0; {

@@ -3,6 +3,7 @@
 package exec
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -20,30 +21,101 @@ import (
 // taskIO holds the pipes of a step's tasks.
 type taskIO struct {
 	stdout, stderr []*os.File       // write ends, handed to the processes
+	stdin          []*os.File       // read ends handed to the processes (nil: /dev/null)
+	inputs         []io.WriteCloser // this process's ends of the tasks' stdin (nil: none)
+	ttys           []*os.File       // pseudo-terminal masters (nil: none)
 	readers        []*os.File       // read ends
 	copied         []sync.WaitGroup // per task: both streams copied to EOF
 }
 
-// newTaskIO makes the pipes and starts copying. On error nothing is left
-// open.
-func newTaskIO(tasks []TaskSpec) (*taskIO, error) {
-	t := &taskIO{copied: make([]sync.WaitGroup, len(tasks))}
+// newTaskIO makes the pipes (and pseudo-terminals) and starts copying. On
+// error nothing is left open.
+func newTaskIO(tasks []TaskSpec, uid uint32) (*taskIO, error) {
+	n := len(tasks)
+	t := &taskIO{copied: make([]sync.WaitGroup, n), stdin: make([]*os.File, n),
+		inputs: make([]io.WriteCloser, n), ttys: make([]*os.File, n)}
+	fail := func(err error) (*taskIO, error) {
+		t.closeWriters()
+		t.closeInputs()
+		return nil, err
+	}
 	for i, ts := range tasks {
+		if ts.TTY {
+			master, slave, err := openPTY(uid)
+			if err != nil {
+				return fail(err)
+			}
+			if ts.Rows > 0 && ts.Cols > 0 {
+				_ = unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: ts.Rows, Col: ts.Cols})
+			}
+			t.ttys[i], t.inputs[i] = master, ttyInput{master}
+			t.stdout, t.stderr, t.stdin[i] = append(t.stdout, slave), append(t.stderr, slave), slave
+			t.readers = append(t.readers, master)
+			t.copied[i].Add(1)
+			w := ts.Stdout
+			if w == nil {
+				w = io.Discard
+			}
+			go func() {
+				defer t.copied[i].Done()
+				// EIO once every process has closed the terminal: its end.
+				_, _ = io.Copy(w, master)
+			}()
+			continue
+		}
 		o, err := t.stream(i, ts.Stdout)
 		if err != nil {
-			t.closeWriters()
-			return nil, err
+			return fail(err)
 		}
 		e, err := t.stream(i, ts.Stderr)
 		if err != nil {
 			o.Close()
-			t.closeWriters()
-			return nil, err
+			return fail(err)
 		}
 		t.stdout = append(t.stdout, o)
 		t.stderr = append(t.stderr, e)
+		if ts.Stdin {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return fail(err)
+			}
+			t.stdin[i], t.inputs[i] = r, w
+		}
 	}
 	return t, nil
+}
+
+// ttyInput writes to a task's terminal; closing it ends the task's input
+// as a user at the keyboard would (^D), leaving the terminal open.
+type ttyInput struct{ master *os.File }
+
+func (t ttyInput) Write(p []byte) (int, error) { return t.master.Write(p) }
+func (t ttyInput) Close() error                { _, err := t.master.Write([]byte{4}); return err }
+
+// openPTY opens a pseudo-terminal pair whose terminal end belongs to uid.
+func openPTY(owner uint32) (master, slave *os.File, err error) {
+	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open /dev/ptmx: %w", err)
+	}
+	master = os.NewFile(uintptr(m), "ptmx")
+	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("unlock the terminal: %w", err)
+	}
+	sfd, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(m), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+	if errno != 0 {
+		master.Close()
+		return nil, nil, fmt.Errorf("open the terminal: %w", errno)
+	}
+	slave = os.NewFile(sfd, "pts")
+	if err := unix.Fchown(int(sfd), int(owner), -1); err != nil {
+		master.Close()
+		slave.Close()
+		return nil, nil, fmt.Errorf("give the terminal to uid %d: %w", owner, err)
+	}
+	_ = unix.Fchmod(int(sfd), 0o620)
+	return master, slave, nil
 }
 
 // stream returns the file a task writes one stream to: a pipe copied into
@@ -66,13 +138,37 @@ func (t *taskIO) stream(task int, w io.Writer) (*os.File, error) {
 	return wf, nil
 }
 
-// closeWriters closes this process's copies of the write ends (once the
-// tasks have theirs, or when the launch failed).
+// closeWriters closes this process's copies of the ends the tasks get
+// (once the tasks have theirs, or when the launch failed).
 func (t *taskIO) closeWriters() {
-	for _, f := range append(t.stdout, t.stderr...) {
-		f.Close()
+	closed := map[*os.File]bool{}
+	for _, f := range append(append(t.stdout, t.stderr...), t.stdin...) {
+		if f != nil && !closed[f] {
+			closed[f] = true
+			f.Close()
+		}
 	}
 	t.stdout, t.stderr = nil, nil
+	for i := range t.stdin {
+		t.stdin[i] = nil
+	}
+}
+
+// closeInputs closes this process's ends of the tasks' input: pipes and
+// terminals (once the step has ended, or when the launch failed).
+func (t *taskIO) closeInputs() {
+	for i, in := range t.inputs {
+		if _, tty := in.(ttyInput); !tty && in != nil {
+			in.Close()
+		}
+		t.inputs[i] = nil
+	}
+	for i, m := range t.ttys {
+		if m != nil {
+			m.Close()
+		}
+		t.ttys[i] = nil
+	}
 }
 
 // wait blocks until task i's output has been copied to its end.

@@ -180,3 +180,50 @@ func BenchmarkLaunchTasks(b *testing.B) {
 	b.Run("container", func(b *testing.B) { run(b, newContainerExecutor(b, "benchtasks")) })
 	b.Run("plain", func(b *testing.B) { run(b, newPlainExecutor(b, "benchtasks")) })
 }
+
+// TestTaskInput: a task's stdin is a pipe the caller writes (srun's
+// standard input), or a terminal of its own (srun --pty) that starts at
+// the size given, can be resized, echoes what is typed and is the task's
+// controlling terminal.
+func TestTaskInput(t *testing.T) {
+	modes(t, func(t *testing.T, e *Executor) {
+		dir := userDir(t, testBase(t), "u", nobody)
+		var a, b syncBuf
+		s := launch(t, e, StepSpec{ID: "44.0", UID: nobody, GID: nobody, WorkDir: dir, Tasks: []TaskSpec{
+			{Argv: []string{"/bin/cat"}, Env: env, Stdout: &a, Stdin: true},
+			{Argv: []string{"/usr/bin/wc", "-c"}, Env: env, Stdout: &b, Stdin: true},
+		}})
+		if _, err := io.WriteString(s.Stdin(0), "hello\n"); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(s.Stdin(1), "abc")
+		s.Stdin(0).Close()
+		s.Stdin(1).Close()
+		if r := s.Wait(); r.ExitCode != 0 || a.String() != "hello\n" || strings.TrimSpace(b.String()) != "3" {
+			t.Errorf("stdin: %+v, outputs %q %q", r, a.String(), b.String())
+		}
+
+		var tty syncBuf
+		script := `test -t 0 && test -t 1 && echo isatty; stty size; read x; echo "got $x"; stty size; [ "$(cut -d' ' -f7 /proc/$$/stat)" != 0 ] && echo ctty`
+		s = launch(t, e, StepSpec{ID: "45.0", UID: nobody, GID: nobody, WorkDir: dir, Tasks: []TaskSpec{
+			{Argv: []string{"/bin/sh", "-c", script}, Env: env, Stdout: &tty, TTY: true, Rows: 30, Cols: 100},
+		}})
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(tty.String(), "30 100"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("terminal: %q", tty.String())
+			}
+		}
+		if err := s.Resize(0, 40, 120); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(s.Stdin(0), "hi\n")
+		r := s.Wait()
+		got := strings.ReplaceAll(tty.String(), "\r\n", "\n")
+		if r.ExitCode != 0 || got != "isatty\n30 100\nhi\ngot hi\n40 120\nctty\n" {
+			t.Errorf("terminal: %+v, output %q", r, got)
+		}
+		if s.Stdin(1) != nil || s.Resize(1, 1, 1) == nil {
+			t.Error("a task that does not exist has input")
+		}
+	})
+}

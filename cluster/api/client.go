@@ -249,6 +249,12 @@ func (c *Client) RunStep(ctx context.Context, req StepRequest, fn func(*StepEven
 
 // SignalStep signals a step that RunStep runs through this client's node;
 // signal 9 kills it.
+// StepInput sends a piece of srun's input (or a terminal size) to a
+// running step; it returns once the tasks' nodes have taken it.
+func (c *Client) StepInput(ctx context.Context, in StepInput) error {
+	return c.do(ctx, http.MethodPost, "/api/step/input", in, nil)
+}
+
 func (c *Client) SignalStep(ctx context.Context, job uint64, step uint32, sig int) error {
 	return c.do(ctx, http.MethodPost, "/api/step/signal", StepSignalRequest{JobID: job, StepID: step, Signal: sig}, nil)
 }

@@ -755,6 +755,27 @@ type StepRequest struct {
 	Env           []string `json:"env,omitempty"`    // srun's environment
 	Export        string   `json:"export,omitempty"` // --export: "", ALL, NONE, or a list (with or without ALL)
 	WorkDir       string   `json:"work_dir,omitempty"`
+	// Input says which tasks get srun's standard input (--input): "all",
+	// a task number, or "" (none: /dev/null, srun's own stdin being
+	// /dev/null or --input=none). It arrives in StepInput requests.
+	Input string `json:"input,omitempty"`
+	// Pty runs task 0 on a pseudo-terminal of Rows x Cols (--pty); srun's
+	// input goes to it alone.
+	Pty  bool   `json:"pty,omitempty"`
+	Rows uint16 `json:"rows,omitempty"`
+	Cols uint16 `json:"cols,omitempty"`
+}
+
+// StepInput carries a piece of srun's standard input to its step's tasks
+// (Data, then EOF once), or, with Resize, its terminal's new size.
+type StepInput struct {
+	JobID  uint64 `json:"job_id"`
+	StepID uint32 `json:"step_id"`
+	Data   []byte `json:"data,omitempty"`
+	EOF    bool   `json:"eof,omitempty"`
+	Resize bool   `json:"resize,omitempty"`
+	Rows   uint16 `json:"rows,omitempty"`
+	Cols   uint16 `json:"cols,omitempty"`
 }
 
 // Stream numbers of StepEvent.Stream.
