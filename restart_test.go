@@ -121,6 +121,53 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(l.dir, "node3", "running")); len(ents) != 0 {
 		t.Errorf("job records left: %v", ents)
 	}
+
+	// The node "reboots": its daemon and the job's processes die. The
+	// job the controller still thinks running there ends FAILED once the
+	// node's new daemon reports it missing, rather than running for ever.
+	gone := l.submit(nobody, work, "-w", "node3", "-o", "gone.out", "--wrap", "echo start; sleep 300")
+	l.waitState(gone, "R")
+	waitFile(t, filepath.Join(work, "gone.out"), "start")
+	b, _ = os.ReadFile(filepath.Join(l.dir, "node3", "hpc.pid"))
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	syscall.Kill(pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	}
+	procs, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/hpc/node3-*/%d.batch/cgroup.procs", gone))
+	if len(procs) == 0 {
+		procs, _ = filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/hpc/node3-*/%d.batch/cgroup.procs", gone)) // cgroup v2
+	}
+	if len(procs) != 1 {
+		t.Fatalf("the job's cgroup: %v", procs)
+	}
+	pids, _ := os.ReadFile(procs[0])
+	for _, p := range strings.Fields(string(pids)) {
+		n, _ := strconv.Atoi(p)
+		syscall.Kill(n, syscall.SIGKILL)
+	}
+	// A reboot empties /run, where the containers' state is.
+	states, _ := filepath.Glob(fmt.Sprintf("/run/hpc/node3-*/%d.batch", gone))
+	if len(states) != 1 {
+		t.Fatalf("the job's container state: %v", states)
+	}
+	os.RemoveAll(states[0])
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up after the reboot: %d\n%s\n%s", code, out, errs)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		row := l.acctRow(gone)
+		if strings.Contains(row, "|FAILED|") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job lost in the reboot: %q", row)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out, _, _ := l.run(0, l.top, "scontrol", "show", "job", fmt.Sprint(gone)); !strings.Contains(out, "Reason=batch_job_missing_from_its_node") {
+		t.Errorf("the lost job's reason:\n%s", out)
+	}
 }
 
 // waitAcct polls sacct until the job's row is want.

@@ -121,7 +121,7 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mine := allocOn(&j, d.o.Name)
-	tmp, scratch, serr := d.jobStorage(&j, true)
+	tmp, scratch, serr := d.jobRunStorage(&j) // jobstorage.go
 	spec := exec.StepSpec{
 		ID:       fmt.Sprintf("%d.batch", j.ID),
 		Argv:     []string{"/bin/sh", script},

@@ -54,6 +54,8 @@ type Daemon struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
+	runStore runStorage // jobstorage.go
+
 	list  *memberlist.Memberlist
 	raft  *raft.Raft
 	fsm   *FSM

@@ -50,6 +50,7 @@ func (d *Daemon) forgetRunning(id uint64) { os.Remove(d.runningPath(id)) }
 // killed. Once the leader answers, steps of jobs it no longer runs here
 // are killed too.
 func (d *Daemon) reattachSteps() {
+	started := time.Now()
 	steps := d.exec.Reattached()
 	// Records of jobs whose steps are gone.
 	ents, _ := os.ReadDir(filepath.Join(d.o.Dir, "running"))
@@ -74,13 +75,11 @@ func (d *Daemon) reattachSteps() {
 		adopted[j.ID] = j
 		d.log.Info("re-attached to a running job", "job", j.ID)
 	}
-	if len(adopted) > 0 {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			d.reconcileAdopted(adopted)
-		}()
-	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		d.reconcileJobs(adopted, started)
+	}()
 }
 
 // adopt makes a re-attached batch step this daemon's, or returns nil.
@@ -105,16 +104,26 @@ func (d *Daemon) adopt(s *exec.Step) *api.Job {
 	d.steps.steps[id] = s
 	d.steps.jobs[id] = &j
 	d.steps.mu.Unlock()
+	// Its $TMPDIR is in use: the job's next srun steps share it.
+	d.runStore.mu.Lock()
+	if d.runStore.prepared == nil {
+		d.runStore.prepared = map[uint64]time.Time{}
+	}
+	d.runStore.prepared[id] = j.StartTime
+	d.runStore.mu.Unlock()
 	go d.watch(&j, s, filepath.Join(d.o.Dir, "jobs", idText))
 	return &j
 }
 
-// reconcileAdopted asks the leader (retrying for a few minutes) which of
-// the adopted jobs still run on this node, and ends the others' steps: a
-// job the controller ended while this daemon was away (NODE_FAIL after the
-// node was marked DOWN, a cancel that could not reach the node) must not run
-// on, as slurmd kills the jobs slurmctld does not know when it registers.
-func (d *Daemon) reconcileAdopted(adopted map[uint64]*api.Job) {
+// reconcileJobs compares, once the leader answers (it retries for a few
+// minutes), the jobs this node runs with those the controller thinks it
+// runs, as slurmd's registration does. An adopted job the controller ended
+// while this daemon was away (NODE_FAIL after the node was marked DOWN, a
+// cancel that could not reach the node) is killed. A job the controller
+// still runs here, started before this daemon, whose batch step is gone (the
+// daemon was stopped with its jobs, or the machine rebooted) ends FAILED,
+// with the reason Slurm gives a batch job missing from its node.
+func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, started time.Time) {
 	var jobs api.JobsResponse
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -137,6 +146,18 @@ func (d *Daemon) reconcileAdopted(adopted map[uint64]*api.Job) {
 	now := map[uint64]api.Job{}
 	for _, j := range jobs.Jobs {
 		now[j.ID] = j
+		if j.BatchHost != d.o.Name || j.State != api.StateRunning || adopted[j.ID] != nil || !j.StartTime.Before(started) {
+			continue
+		}
+		d.steps.mu.Lock()
+		_, here := d.steps.steps[j.ID]
+		d.steps.mu.Unlock()
+		if here {
+			continue
+		}
+		d.log.Warn("a running job's batch step is missing from this node", "job", j.ID)
+		t := time.Now()
+		go d.jobEnded(&j, jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: reasonBatchMissing, Start: j.StartTime, End: t})
 	}
 	for id, mine := range adopted {
 		j, ok := now[id]
@@ -159,6 +180,11 @@ func (d *Daemon) reconcileAdopted(adopted map[uint64]*api.Job) {
 		s.Kill(0)
 	}
 }
+
+// reasonBatchMissing is the Reason of a running job whose batch step a
+// node's new daemon does not find (slurmctld logs "Batch JobId=N missing
+// from batch node").
+const reasonBatchMissing = "batch job missing from its node"
 
 func stepEnded(s *exec.Step) bool {
 	select {

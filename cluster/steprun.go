@@ -597,7 +597,7 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	}
 	n := s.Tasks[req.Node]
 	end := func(e nodeEnd) { _ = out.send(taskFrame{End: &e}) }
-	tmp, scratch, err := d.jobStorage(j, false)
+	tmp, scratch, err := d.jobRunStorage(j) // jobstorage.go
 	if err != nil {
 		end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
 		return
@@ -947,6 +947,7 @@ func (d *Daemon) cleanupLocal(jobID uint64, start time.Time) {
 		return // a new run of the job (requeued) uses the directory now
 	}
 	os.RemoveAll(d.jobTmp(jobID))
+	d.forgetRunStorage(jobID, start)
 }
 
 // jobTmp is a job's $TMPDIR on this node.

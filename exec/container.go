@@ -499,7 +499,7 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 			tio.closeInputs()
 		}
 	}
-	files := []*os.File{nil, nil, nil}
+	files := []*os.File{nil, nil, nil, nil}
 	fd := func(f *os.File) int {
 		for i, g := range files[supFirstFD-supPlanFD:] {
 			if g == f {
@@ -540,7 +540,16 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		os.Remove(resultPath)
 		return fmt.Errorf("step %s: %w", spec.ID, err)
 	}
-	files[0], files[1], files[2] = planFile, results, evW
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		evR.Close()
+		evW.Close()
+		closeTaskIO()
+		os.Remove(resultPath)
+		return fmt.Errorf("step %s: %w", spec.ID, err)
+	}
+	defer goW.Close() // the supervisor's go-ahead, at the latest
+	files[0], files[1], files[2], files[3] = planFile, results, evW, goR
 
 	c, err := libcontainer.Create(r.ctrRoot, cid, cfg)
 	if err != nil {
@@ -568,6 +577,7 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 	}
 	runErr := c.Run(sup)
 	evW.Close() // the supervisor has its own
+	goR.Close()
 	// The step's stderr stays open here for slurmstepd's OOM notice.
 	var notice *os.File
 	if tio == nil && runErr == nil {
@@ -608,11 +618,12 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		return fail(errors.New(first.Err))
 	}
 	s.start = start
-	s.pid = hostPid(c, first.Pids[0])
+	supPid, _ := sup.Pid()
+	s.pid = hostPid(c, supPid, first.Pids[0])
+	goW.Close()
 	if tio != nil {
 		s.inputs, s.ttys = tio.inputs, tio.ttys
 	}
-	supPid, _ := sup.Pid()
 	k := &ctrStep{c: c, initPid: supPid}
 	s.sig = k
 	st, _ := c.State()
@@ -739,11 +750,26 @@ func memFile(name string, v any) (*os.File, error) {
 	return f, nil
 }
 
-// hostPid maps a pid of a step's namespace to the host's (0 if gone).
-func hostPid(c *libcontainer.Container, nsPid int) int {
-	pids, err := c.Processes()
-	if err != nil {
-		return 0
+// hostPid maps the pid of a task in a step's namespace to the host's,
+// looking among the supervisor's children (a task that has ended is one
+// until the supervisor reaps it) and the step's processes; 0 if gone.
+func hostPid(c *libcontainer.Container, supervisor, nsPid int) int {
+	var pids []int
+	// Each thread lists the children it forked.
+	threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", supervisor))
+	for _, t := range threads {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, p)
+			}
+		}
+	}
+	if more, err := c.Processes(); err == nil {
+		pids = append(pids, more...)
 	}
 	want := strconv.Itoa(nsPid)
 	for _, p := range pids {

@@ -29,12 +29,18 @@ import (
 //	fd 3: the plan (JSON, supPlan), read to its end
 //	fd 4: the results file (JSON lines, supEvent), append only
 //	fd 5: the events pipe (the same lines, plus the start report)
-//	fd 6 and up: the tasks' output files or pipes, as the plan numbers them
+//	fd 6: the go-ahead pipe: after the start report the supervisor reaps
+//	      nothing until the executor closes it (or goes away), so that the
+//	      executor can find the tasks' host pids even of a task that ended
+//	      at once (a zombie is still its child)
+//	fd 7 and up: the tasks' files (output, input, terminals), as the plan
+//	      numbers them
 const (
 	supPlanFD   = 3
 	supResultFD = 4
 	supEventFD  = 5
-	supFirstFD  = 6
+	supGoFD     = 6
+	supFirstFD  = 7
 )
 
 // supPlan is what the supervisor starts.
@@ -78,7 +84,7 @@ func supervise() {
 	signal.Notify(make(chan os.Signal, 1))
 	// No task may inherit the supervisor's own files (a task could write
 	// lines into the results file), nor another task's output.
-	for _, fd := range []int{supPlanFD, supResultFD, supEventFD} {
+	for _, fd := range []int{supPlanFD, supResultFD, supEventFD, supGoFD} {
 		syscall.CloseOnExec(fd)
 	}
 	events := os.NewFile(supEventFD, "events")
@@ -153,6 +159,9 @@ func supervise() {
 		}
 	}
 	report(supEvent{Started: true, Pids: pids})
+	goAhead := os.NewFile(supGoFD, "go")
+	_, _ = goAhead.Read(make([]byte, 1)) // EOF: go ahead
+	goAhead.Close()
 	for left := len(pids); left > 0; {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, 0, nil)
