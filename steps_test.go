@@ -519,6 +519,41 @@ func TestLabSteps(t *testing.T) {
 		}
 	})
 
+	t.Run("Usage", func(t *testing.T) {
+		l := l.with(t)
+		// sacct shows what each step used: MaxRSS (its peak memory) on
+		// MaxRSSNode, and TotalCPU; the job's TotalCPU sums its steps'.
+		out, errs, code := l.run(0, rootDir, "submit", "--wait", "-N2", "-o", "usage.out", "--wrap",
+			`head -c 80M /dev/zero | tail | wc -c; srun -N1 -n1 -w node2 sh -c 'head -c 40M /dev/zero | tail | wc -c'`)
+		if code != 0 {
+			t.Fatalf("job: %d %q %q", code, out, errs)
+		}
+		id := idOf(out)
+		out, _, _ = l.run(0, rootDir, "sacct", "-j", fmt.Sprint(id), "-P", "-n", "-o", "JobID,MaxRSS,MaxRSSNode,TotalCPU")
+		rows := map[string][]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Split(line, "|")
+			rows[f[0]] = f[1:]
+		}
+		kb := func(s string) int64 {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(s, "K"), 10, 64)
+			return n
+		}
+		job, batch, step := rows[fmt.Sprint(id)], rows[fmt.Sprintf("%d.batch", id)], rows[fmt.Sprintf("%d.0", id)]
+		if len(job) != 3 || len(batch) != 3 || len(step) != 3 {
+			t.Fatalf("sacct:\n%s", out)
+		}
+		if job[0] != "" || job[2] == "" {
+			t.Errorf("job row: %q", job)
+		}
+		if kb(batch[0]) < 80<<10 || batch[1] != "node1" || batch[2] == "" {
+			t.Errorf("batch step: %q", batch)
+		}
+		if kb(step[0]) < 40<<10 || kb(step[0]) >= kb(batch[0]) || step[1] != "node2" || step[2] == "" {
+			t.Errorf("step 0: %q", step)
+		}
+	})
+
 	t.Run("SignalScopes", func(t *testing.T) {
 		l := l.with(t)
 		// scancel -s reaches the steps only; -b the batch shell only; -f

@@ -14,7 +14,8 @@ const jobColumns = `j.job_id, j.name, j.partition_name, j.account, j.user_name,
 	j.cancelled_by, j.work_dir, j.submit_ns, j.start_ns, j.end_ns`
 
 const stepColumns = `s.job_id, s.step, s.name, s.node_list, s.alloc_cpus,
-	s.ntasks, s.state, s.exit_code, s.signal, s.start_ns, s.end_ns`
+	s.ntasks, s.state, s.exit_code, s.signal, s.start_ns, s.end_ns,
+	s.max_rss_kb, s.max_rss_node, s.user_cpu_us, s.sys_cpu_us`
 
 // Query returns the rows f selects in sacct's order: by job id, each job
 // followed by its steps (batch, extern, interactive, then numbered steps in
@@ -161,17 +162,20 @@ func querySteps(tx *sql.Tx, where string, args []any) ([]StepRecord, error) {
 	var (
 		id, allocCPUs, ntasks, exitCode, signal int64
 		start, end                              sql.NullInt64
+		userUS, sysUS                           int64
 	)
 	for rows.Next() {
 		var r StepRecord
 		if err := rows.Scan(&id, &r.Step, &r.Name, &r.NodeList, &allocCPUs,
-			&ntasks, &r.State, &exitCode, &signal, &start, &end); err != nil {
+			&ntasks, &r.State, &exitCode, &signal, &start, &end,
+			&r.MaxRSSKB, &r.MaxRSSNode, &userUS, &sysUS); err != nil {
 			return nil, err
 		}
 		r.JobID = uint64(id)
 		r.AllocCPUs, r.NTasks = int(allocCPUs), int(ntasks)
 		r.ExitCode, r.Signal = int(exitCode), int(signal)
 		r.Start, r.End = fromNS(start), fromNS(end)
+		r.UserCPU, r.SystemCPU = time.Duration(userUS)*time.Microsecond, time.Duration(sysUS)*time.Microsecond
 		out = append(out, r)
 	}
 	return out, rows.Err()

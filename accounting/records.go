@@ -55,6 +55,13 @@ type StepRecord struct {
 	Signal    int
 	Start     time.Time
 	End       time.Time
+	// Usage, as sacct shows it: the step's peak memory on its busiest
+	// node (MaxRSS, MaxRSSNode) and the CPU time of its processes
+	// (TotalCPU = UserCPU + SystemCPU). Zero: not measured.
+	MaxRSSKB   int64
+	MaxRSSNode string
+	UserCPU    time.Duration
+	SystemCPU  time.Duration
 }
 
 // Filter selects rows for Query. Zero values select everything.

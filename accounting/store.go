@@ -67,6 +67,13 @@ CREATE TABLE steps (
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX steps_order ON steps (job_id, step_order, step);
 `,
+	// 2: what steps used (sacct's MaxRSS, MaxRSSNode, UserCPU, SystemCPU).
+	`
+ALTER TABLE steps ADD COLUMN max_rss_kb   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN max_rss_node TEXT    NOT NULL DEFAULT '';
+ALTER TABLE steps ADD COLUMN user_cpu_us  INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN sys_cpu_us   INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // schemaVersion is the schema version this package writes.

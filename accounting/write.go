@@ -41,8 +41,9 @@ ON CONFLICT (job_id) DO UPDATE SET
 
 const upsertStepSQL = `
 INSERT INTO steps (job_id, step, step_order, name, node_list, alloc_cpus,
-	ntasks, state, exit_code, signal, start_ns, end_ns)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ntasks, state, exit_code, signal, start_ns, end_ns,
+	max_rss_kb, max_rss_node, user_cpu_us, sys_cpu_us)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (job_id, step) DO UPDATE SET
 	name = excluded.name,
 	node_list = excluded.node_list,
@@ -52,7 +53,11 @@ ON CONFLICT (job_id, step) DO UPDATE SET
 	exit_code = excluded.exit_code,
 	signal = excluded.signal,
 	start_ns = excluded.start_ns,
-	end_ns = excluded.end_ns`
+	end_ns = excluded.end_ns,
+	max_rss_kb = excluded.max_rss_kb,
+	max_rss_node = excluded.max_rss_node,
+	user_cpu_us = excluded.user_cpu_us,
+	sys_cpu_us = excluded.sys_cpu_us`
 
 // UpsertJob writes the whole record of a job: it inserts the row or, if the
 // job is already there, replaces every column with r's values. Writing the
@@ -198,7 +203,8 @@ func execStep(st *sql.Stmt, r *StepRecord) error {
 		return fmt.Errorf("accounting: step %d.%s: end %w", r.JobID, r.Step, err)
 	}
 	_, err = st.Exec(id, r.Step, order, r.Name, r.NodeList, r.AllocCPUs,
-		r.NTasks, r.State, r.ExitCode, r.Signal, start, end)
+		r.NTasks, r.State, r.ExitCode, r.Signal, start, end,
+		max(r.MaxRSSKB, 0), r.MaxRSSNode, max(r.UserCPU.Microseconds(), 0), max(r.SystemCPU.Microseconds(), 0))
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey {

@@ -186,7 +186,8 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) watch(j *api.Job, step *exec.Step, dir string) {
 	res := step.Wait()
 	os.RemoveAll(dir)
-	e := jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: res.ExitCode, Signal: res.Signal, OOM: res.OOM, Start: res.Start, End: res.End}
+	e := jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: res.ExitCode, Signal: res.Signal, OOM: res.OOM, Start: res.Start, End: res.End,
+		Usage: stepUsage(res.Usage, d.o.Name)}
 	if res.Err != nil {
 		e.Error = res.Err.Error()
 	}

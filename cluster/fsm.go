@@ -83,6 +83,8 @@ type jobEnd struct {
 	Error    string    `json:"error,omitempty"` // the step could not start
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
+	// Usage is what the batch step used.
+	Usage *api.StepUsage `json:"usage,omitempty"`
 }
 
 // applyResult is what Apply returns to the proposer.
@@ -379,6 +381,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 // finish records a job's end. Called with f.mu held.
 func (f *FSM) finish(j *api.Job, e *jobEnd, now time.Time) {
 	j.ExitCode, j.Signal = e.ExitCode, e.Signal
+	j.BatchUsage = e.Usage
 	j.EndTime = now
 	closeSteps(j, now) // steps whose launcher did not report end with the job
 	switch {
@@ -492,7 +495,15 @@ func batchStepRecord(j *api.Job) accounting.StepRecord {
 	if j.State == api.StateNodeFail {
 		r.State = string(api.StateCancelled)
 	}
+	usageRecord(&r, j.BatchUsage)
 	return r
+}
+
+// usageRecord copies what a step used into its accounting row.
+func usageRecord(r *accounting.StepRecord, u *api.StepUsage) {
+	if u != nil {
+		r.MaxRSSKB, r.MaxRSSNode, r.UserCPU, r.SystemCPU = u.MaxRSSKB, u.MaxRSSNode, u.UserCPU, u.SystemCPU
+	}
 }
 
 // reqCPUs is the CPU count a job asks for.

@@ -392,8 +392,22 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id Identity,
 		return
 	}
 	out := api.AcctResponse{Rows: make([]api.AcctRow, 0, len(rows))}
+	job := -1 // the row of the job whose steps follow
 	for _, row := range rows {
-		out.Rows = append(out.Rows, acctRow(row))
+		r := acctRow(row)
+		if r.Step == "" {
+			job = len(out.Rows)
+		} else if job >= 0 && out.Rows[job].JobID == r.JobID && r.Usage != nil {
+			// A job's TotalCPU is its steps', as sacct sums them.
+			u := out.Rows[job].Usage
+			if u == nil {
+				u = &api.StepUsage{}
+				out.Rows[job].Usage = u
+			}
+			u.UserCPU += r.Usage.UserCPU
+			u.SystemCPU += r.Usage.SystemCPU
+		}
+		out.Rows = append(out.Rows, r)
 	}
 	writeJSON(w, out)
 }
@@ -411,6 +425,9 @@ func acctRow(row accounting.Row) api.AcctRow {
 		r.AllocCPUs, r.State = s.AllocCPUs, s.State
 		r.ExitCode, r.Signal, r.CancelledBy = s.ExitCode, s.Signal, nil
 		r.NodeList, r.Start, r.End = s.NodeList, s.Start, s.End
+		if s.MaxRSSKB > 0 || s.UserCPU > 0 || s.SystemCPU > 0 {
+			r.Usage = &api.StepUsage{MaxRSSKB: s.MaxRSSKB, MaxRSSNode: s.MaxRSSNode, UserCPU: s.UserCPU, SystemCPU: s.SystemCPU}
+		}
 	}
 	return r
 }

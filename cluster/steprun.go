@@ -83,9 +83,10 @@ type (
 		End    *nodeEnd      `json:"e,omitempty"`
 	}
 	nodeEnd struct {
-		OOM       bool   `json:"oom,omitempty"`
-		Cancelled bool   `json:"cancelled,omitempty"`
-		Error     string `json:"error,omitempty"`
+		OOM       bool           `json:"oom,omitempty"`
+		Cancelled bool           `json:"cancelled,omitempty"`
+		Error     string         `json:"error,omitempty"`
+		Usage     *api.StepUsage `json:"usage,omitempty"` // what the node's tasks used
 	}
 	jobRef struct {
 		JobID  uint64    `json:"job_id"`
@@ -271,6 +272,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 		}
 		oom = oom || e.OOM
 		cancelled = cancelled || e.Cancelled
+		report.Usage = addUsage(report.Usage, e.Usage)
 		if e.Error != "" {
 			errs = append(errs, e.Error)
 			report.ExitCode = max(report.ExitCode, 1)
@@ -712,7 +714,7 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	if res.OOM && n > 0 {
 		_ = out.send(taskFrame{Task: first, Stream: api.StreamStderr, Data: []byte(exec.OOMNotice(spec.ID, res.OOMKills))})
 	}
-	e := nodeEnd{OOM: res.OOM, Cancelled: ts.cancelled.Load()}
+	e := nodeEnd{OOM: res.OOM, Cancelled: ts.cancelled.Load(), Usage: stepUsage(res.Usage, d.o.Name)}
 	if res.Err != nil {
 		e.Error = fmt.Sprintf("%s: %v", d.o.Name, res.Err)
 	}

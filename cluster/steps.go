@@ -90,6 +90,7 @@ func (f *FSM) applyStepOp(c *command) (applyResult, []uint64, bool) {
 		e := &steps[i]
 		e.ExitCode, e.Signal, e.End = s.ExitCode, s.Signal, c.Time
 		e.State = stepEndState(j, s)
+		e.Usage = s.Usage
 		j.Steps = steps
 		rec = e
 	}
@@ -176,6 +177,7 @@ func stepRecord(j *api.Job, s *api.Step) accounting.StepRecord {
 	if s.State.Final() {
 		r.ExitCode, r.Signal = s.ExitCode, s.Signal
 	}
+	usageRecord(&r, s.Usage)
 	return r
 }
 

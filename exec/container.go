@@ -714,6 +714,7 @@ func (r *containerRuntime) finishStep(c *libcontainer.Container, spec *StepSpec,
 	if notice != nil {
 		notice.Close()
 	}
+	res.Usage = cgroupUsage(cgPaths, r.v2)
 	if err := c.Destroy(); err != nil {
 		res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
 	}

@@ -151,6 +151,18 @@ type Result struct {
 	// ExitCode is the highest task exit code, Signal the first signal that
 	// killed a task).
 	Tasks []TaskResult
+	// Usage is what the step used (zero where it could not be measured).
+	Usage Usage
+}
+
+// Usage is what a step's processes used, as sacct reports it.
+type Usage struct {
+	// MaxRSSKB is the step's peak memory in KiB: its memory cgroup's
+	// high-water mark (page cache included) in container mode, the largest
+	// task's peak resident set in plain mode.
+	MaxRSSKB int64
+	// UserCPU and SystemCPU are the CPU time its processes spent.
+	UserCPU, SystemCPU time.Duration
 }
 
 // OOMNotice is the line slurmstepd adds to a step's stderr when the OOM

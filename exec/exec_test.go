@@ -1101,3 +1101,23 @@ func reportMedian(b *testing.B, times []time.Duration) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2])/1e6, "median-ms")
 }
+
+// TestUsage: a step's peak memory and CPU time are measured (sacct's
+// MaxRSS and TotalCPU): a step that holds 64 MiB and spins a little shows
+// at least that.
+func TestUsage(t *testing.T) {
+	modes(t, func(t *testing.T, e *Executor) {
+		dir := userDir(t, testBase(t), "u", nobody)
+		r := launch(t, e, StepSpec{ID: "60.batch", UID: nobody, GID: nobody, WorkDir: dir,
+			Argv: []string{"/bin/sh", "-c", "head -c 64M /dev/zero | tail | wc -c; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"}}).Wait()
+		if r.ExitCode != 0 {
+			t.Fatalf("%+v", r)
+		}
+		if r.Usage.MaxRSSKB < 60<<10 || r.Usage.MaxRSSKB > 4<<20 {
+			t.Errorf("MaxRSS %d KiB, want about 64 MiB", r.Usage.MaxRSSKB)
+		}
+		if r.Usage.UserCPU+r.Usage.SystemCPU <= 0 || r.Usage.UserCPU+r.Usage.SystemCPU > r.End.Sub(r.Start)*2+time.Second {
+			t.Errorf("CPU %v + %v in %v", r.Usage.UserCPU, r.Usage.SystemCPU, r.End.Sub(r.Start))
+		}
+	})
+}

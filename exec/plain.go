@@ -196,6 +196,7 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 		var res Result
 		for i, cmd := range cmds {
 			werr := cmd.Wait()
+			res.Usage.add(rusageOf(cmd.ProcessState))
 			if i == 0 && tio == nil {
 				r := exitResult(cmd.ProcessState)
 				results[0] = TaskResult{ExitCode: r.ExitCode, Signal: r.Signal}

@@ -169,6 +169,8 @@ type Job struct {
 	// TimedOut is set when the job ran past its time limit and the
 	// controller had it killed; it then ends TIMEOUT.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// BatchUsage is what the batch step used, once it has ended.
+	BatchUsage *StepUsage `json:"batch_usage,omitempty"`
 	// Warned is set once the job's --signal warning has been sent (it is
 	// sent once per run).
 	Warned      bool   `json:"warned,omitempty"`
@@ -270,6 +272,18 @@ type AcctRow struct {
 	Submit      time.Time `json:"submit"`
 	Start       time.Time `json:"start,omitzero"`
 	End         time.Time `json:"end,omitzero"`
+	// Usage is what a step used (sacct's MaxRSS, MaxRSSNode, TotalCPU,
+	// UserCPU, SystemCPU); nil for a job's own row and unmeasured steps.
+	Usage *StepUsage `json:"usage,omitempty"`
+}
+
+// StepUsage is what a step used: its peak memory on its busiest node and
+// the CPU time of its processes on all its nodes.
+type StepUsage struct {
+	MaxRSSKB   int64         `json:"max_rss_kb,omitempty"`
+	MaxRSSNode string        `json:"max_rss_node,omitempty"`
+	UserCPU    time.Duration `json:"user_cpu,omitempty"`
+	SystemCPU  time.Duration `json:"system_cpu,omitempty"`
 }
 
 // JobIDString returns sacct's JobID column: "12" or "12.batch".
@@ -731,6 +745,8 @@ type Step struct {
 	Signal   int       `json:"signal"`
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end,omitzero"`
+	// Usage is what the step used, once it has ended.
+	Usage *StepUsage `json:"usage,omitempty"`
 }
 
 // NTasks is the step's number of tasks.

@@ -52,6 +52,29 @@ func sv(s string) (string, bool) { return s, true }
 // unset is a field hpc does not record: sacct prints it blank.
 func unset(api.AcctRow, time.Time) (string, bool) { return "", false }
 
+// cpuField prints a CPU time of a row's usage as sacct does.
+func cpuField(get func(*api.StepUsage) time.Duration) func(api.AcctRow, time.Time) (string, bool) {
+	return func(r api.AcctRow, _ time.Time) (string, bool) {
+		if r.Usage == nil {
+			return "", false
+		}
+		return sv(CPUTimeString(get(r.Usage)))
+	}
+}
+
+// CPUTimeString spells a CPU time as sacct's TotalCPU does: MM:SS.mmm
+// under an hour, [D-]HH:MM:SS above.
+func CPUTimeString(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	if d >= time.Hour {
+		return secs2time(int64(d / time.Second))
+	}
+	ms := d.Milliseconds()
+	return fmt.Sprintf("%02d:%02d.%03d", ms/60000, ms/1000%60, ms%1000)
+}
+
 func rowElapsed(r api.AcctRow, now time.Time) time.Duration {
 	if r.Start.IsZero() {
 		return 0
@@ -132,9 +155,24 @@ var sacctDefs = []sacctDef{
 	{8, "MaxPages", 's', unset},
 	{12, "MaxPagesNode", 's', unset},
 	{14, "MaxPagesTask", 'u', unset},
-	{10, "MaxRSS", 's', unset},
-	{10, "MaxRSSNode", 's', unset},
-	{10, "MaxRSSTask", 'u', unset},
+	{10, "MaxRSS", 's', func(r api.AcctRow, _ time.Time) (string, bool) {
+		if r.Usage == nil || r.Usage.MaxRSSKB <= 0 {
+			return "", false
+		}
+		return sv(strconv.FormatInt(r.Usage.MaxRSSKB, 10) + "K")
+	}},
+	{10, "MaxRSSNode", 's', func(r api.AcctRow, _ time.Time) (string, bool) {
+		if r.Usage == nil || r.Usage.MaxRSSNode == "" {
+			return "", false
+		}
+		return sv(r.Usage.MaxRSSNode)
+	}},
+	{10, "MaxRSSTask", 'u', func(r api.AcctRow, _ time.Time) (string, bool) {
+		if r.Usage == nil || r.Usage.MaxRSSKB <= 0 {
+			return "", false
+		}
+		return sv("0")
+	}},
 	{10, "MaxVMSize", 's', unset},
 	{14, "MaxVMSizeNode", 's', unset},
 	{14, "MaxVMSizeTask", 'u', unset},
@@ -180,10 +218,10 @@ var sacctDefs = []sacctDef{
 	{20, "SubmitLine", 's', unset},
 	{10, "Suspended", 't', unset},
 	{15, "SystemComment", 's', unset},
-	{10, "SystemCPU", 's', unset},
+	{10, "SystemCPU", 's', cpuField(func(u *api.StepUsage) time.Duration { return u.SystemCPU })},
 	{10, "Timelimit", 's', unset},
 	{10, "TimelimitRaw", 's', unset},
-	{10, "TotalCPU", 's', unset},
+	{10, "TotalCPU", 's', cpuField(func(u *api.StepUsage) time.Duration { return u.UserCPU + u.SystemCPU })},
 	{14, "TRESUsageInAve", 's', unset},
 	{14, "TRESUsageInMax", 's', unset},
 	{18, "TRESUsageInMaxNode", 's', unset},
@@ -212,7 +250,7 @@ var sacctDefs = []sacctDef{
 		}
 		return sv(r.User)
 	}},
-	{10, "UserCPU", 's', unset},
+	{10, "UserCPU", 's', cpuField(func(u *api.StepUsage) time.Duration { return u.UserCPU })},
 	{10, "WCKey", 's', unset},
 	{10, "WCKeyID", 'u', unset},
 	{20, "WorkDir", 's', unset},

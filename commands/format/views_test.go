@@ -317,3 +317,18 @@ func TestDependencyString(t *testing.T) {
 		t.Errorf("running: %q", got)
 	}
 }
+
+func TestCPUTimeString(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "00:00.000"}, {6 * time.Millisecond, "00:00.006"}, {83*time.Second + 450*time.Millisecond, "01:23.450"},
+		{59*time.Minute + 59*time.Second + 999*time.Millisecond, "59:59.999"}, {time.Hour + 2*time.Second, "01:00:02"},
+		{49 * time.Hour, "2-01:00:00"},
+	} {
+		if got := CPUTimeString(c.d); got != c.want {
+			t.Errorf("CPUTimeString(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
