@@ -1120,11 +1120,28 @@ func (a *acctState) jobAssoc(user, account, qos string) (string, string, error) 
 
 // ---- the scheduler's inputs ----
 
+// hasSubmitLimits reports whether any QoS or association sets a submit
+// limit (MaxSubmitJobsPerUser, MaxSubmitJobs, GrpSubmitJobs), so that a
+// cluster without them checks nothing at submit.
+func (a *acctState) hasSubmitLimits() bool {
+	for _, q := range a.QOS {
+		if q.MaxSubmitJobsPerUser != nil || q.GrpSubmitJobs != nil {
+			return true
+		}
+	}
+	for _, as := range a.Assocs {
+		if as.MaxSubmitJobs != nil || as.GrpSubmitJobs != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // schedInputs converts the records into the scheduler's QoS list (creation
 // order) and association tree (tree order). Association Max limits are
 // given as resolved (inherited from the nearest account that sets them).
-// sched counts a zero limit as no limit, so a limit of 0 (which in Slurm
-// allows nothing) cannot be passed on and is dropped. Fairshare=0 is
+// A limit that is not set (nil, or a TRES not listed) is sched's 0; a limit
+// of 0, which in Slurm allows nothing, is sched.LimitZero. Fairshare=0 is
 // passed as a negative share (no share).
 func (a *acctState) schedInputs() (qos []sched.QOS, assocs []sched.Assoc) {
 	for _, q := range a.qosList() {
@@ -1174,22 +1191,39 @@ func (a *acctState) schedInputs() (qos []sched.QOS, assocs []sched.Assoc) {
 	return qos, assocs
 }
 
+// minutes is a MaxWall limit for sched: 0 when unset, negative when 0.
 func minutes(m *int64) time.Duration {
-	if m == nil {
+	switch {
+	case m == nil:
 		return 0
+	case *m == 0:
+		return sched.LimitZero
 	}
 	return time.Duration(*m) * time.Minute
 }
 
+// count is a count limit for sched: 0 when unset, sched.LimitZero when 0.
 func count(n *int) int {
-	if n == nil {
+	switch {
+	case n == nil:
 		return 0
+	case *n == 0:
+		return sched.LimitZero
 	}
 	return *n
 }
 
+// schedTRES is a TRES limit for sched: a TRES not listed is no limit, one
+// listed as 0 is sched.LimitZero.
 func schedTRES(t api.TRES) sched.TRES {
-	return sched.TRES{CPU: t["cpu"], MemMB: t["mem"], Node: t["node"], GPU: t["gres/gpu"]}
+	one := func(key string) int64 {
+		v, ok := t[key]
+		if ok && v == 0 {
+			return sched.LimitZero
+		}
+		return v
+	}
+	return sched.TRES{CPU: one("cpu"), MemMB: one("mem"), Node: one("node"), GPU: one("gres/gpu")}
 }
 
 // ---- API ----

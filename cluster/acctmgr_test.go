@@ -611,6 +611,161 @@ func TestAcctSchedInputs(t *testing.T) {
 	}
 }
 
+// A limit of 0 is a real limit in Slurm (it allows nothing): it is kept in
+// the records, reaches sched as sched.LimitZero, and -1 clears it.
+func TestAcctZeroLimits(t *testing.T) {
+	f, _ := testFSM(t, testConfig(t))
+	var idx uint64
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "add", Entity: "qos", Names: []string{"nogpu"}, Set: api.AcctmgrSet{
+		MaxJobsPerUser: ip(0), MaxSubmitJobsPerUser: ip(0), GrpJobs: ip(0), GrpSubmitJobs: ip(0), MaxWallMin: i64(0),
+		GrpTRES: api.TRES{"gres/gpu": 0, "cpu": 4}, MaxTRESPerUser: api.TRES{"node": 0}, MaxTRESPerJob: api.TRES{"mem": 0},
+	}})
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "add", Entity: "account", Names: []string{"physics"}, Set: api.AcctmgrSet{
+		MaxJobs: ip(0), GrpTRES: api.TRES{"gres/gpu": 0}, MaxTRESPerJob: api.TRES{"cpu": 0}}})
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "add", Entity: "user", Names: []string{"ann"}, Accounts: []string{"physics"}, Set: api.AcctmgrSet{MaxSubmitJobs: ip(0)}})
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "add", Entity: "user", Names: []string{"bob"}, Accounts: []string{"physics"}, Set: api.AcctmgrSet{MaxJobs: ip(2)}})
+
+	v := acctView(f)
+	q := v.QOS[1]
+	if q.MaxJobsPerUser == nil || *q.MaxJobsPerUser != 0 || q.GrpTRES.String() != "cpu=4,gres/gpu=0" {
+		t.Fatalf("records lost a limit of 0: %+v", q)
+	}
+	var qos []sched.QOS
+	var assocs []sched.Assoc
+	f.view(func(st *state) { qos, assocs = st.Acct.schedInputs() })
+	const z = sched.LimitZero
+	wantQOS := sched.Limits{
+		MaxWall: sched.LimitZero, MaxJobsPerUser: z, MaxSubmitJobsPerUser: z, GrpJobs: z, GrpSubmitJobs: z,
+		GrpTRES: sched.TRES{CPU: 4, GPU: z}, MaxTRESPerUser: sched.TRES{Node: z}, MaxTRESPerJob: sched.TRES{MemMB: z},
+	}
+	if !reflect.DeepEqual(qos[1].Limits, wantQOS) {
+		t.Errorf("QoS limits:\n%+v\nwant\n%+v", qos[1].Limits, wantQOS)
+	}
+	wantAssocs := map[string]sched.Limits{
+		"physics/":    {MaxJobsPerUser: z, GrpTRES: sched.TRES{GPU: z}, MaxTRESPerJob: sched.TRES{CPU: z}},
+		"physics/ann": {MaxJobsPerUser: z, MaxSubmitJobsPerUser: z, MaxTRESPerJob: sched.TRES{CPU: z}}, // MaxJobs=0 inherited
+		"physics/bob": {MaxJobsPerUser: 2, MaxTRESPerJob: sched.TRES{CPU: z}},                          // its own 2 wins
+	}
+	for _, a := range assocs {
+		want, ok := wantAssocs[assocKey(a.Account, a.User)]
+		if ok && !reflect.DeepEqual(a.Limits, want) {
+			t.Errorf("%s/%s limits:\n%+v\nwant\n%+v", a.Account, a.User, a.Limits, want)
+		}
+	}
+
+	// -1 clears a limit; a TRES key of -1 goes, the others stay.
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "modify", Entity: "qos", Names: []string{"nogpu"}, Set: api.AcctmgrSet{
+		MaxJobsPerUser: ip(-1), MaxWallMin: i64(-1), GrpTRES: api.TRES{"gres/gpu": -1}}})
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "modify", Entity: "account", Names: []string{"physics"}, Set: api.AcctmgrSet{MaxJobs: ip(-1)}})
+	f.view(func(st *state) { qos, assocs = st.Acct.schedInputs() })
+	l := qos[1].Limits
+	if l.MaxJobsPerUser != 0 || l.MaxWall != 0 || l.GrpTRES != (sched.TRES{CPU: 4}) || l.GrpJobs != z {
+		t.Errorf("after clearing: %+v", l)
+	}
+	for _, a := range assocs {
+		if a.Account == "physics" && a.User != "bob" && a.Limits.MaxJobsPerUser != 0 {
+			t.Errorf("%s/%s MaxJobs after clearing: %d", a.Account, a.User, a.Limits.MaxJobsPerUser)
+		}
+	}
+}
+
+// Submit limits refuse a submission when it applies, with Slurm's reason
+// first and its accounting-policy error: arrays count one job per task,
+// jobs that ended free their place, and -1 lifts the limit.
+func TestAcctSubmitLimits(t *testing.T) {
+	f, _ := testFSM(t, testConfig(t))
+	var idx uint64
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "add", Entity: "qos", Names: []string{"short"}, Set: api.AcctmgrSet{MaxSubmitJobsPerUser: ip(2)}})
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "add", Entity: "account", Names: []string{"physics"}, Set: api.AcctmgrSet{QOS: list("=", "normal", "short")}})
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "add", Entity: "user", Names: []string{"ann", "bob"}, Accounts: []string{"physics"}, Set: api.AcctmgrSet{MaxSubmitJobs: ip(3)}})
+	t0 := time.Unix(1_800_000_000, 0).UTC()
+	submit := func(user, qos, array string) (uint64, error) {
+		t.Helper()
+		j := &api.Job{UID: 1000, User: user, Account: "physics",
+			Spec: api.JobSpec{Name: "wrap", Partition: "debug", QOS: qos, Array: array, Script: "#!/bin/sh\ntrue\n", WorkDir: "/tmp"}}
+		idx++
+		data, _ := json.Marshal(command{Op: opSubmit, Time: t0, Job: j})
+		r := f.Apply(&raft.Log{Index: idx, Data: data}).(applyResult)
+		return r.JobID, r.Err
+	}
+	refused := func(err error, reason string) {
+		t.Helper()
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Detail != reason || ae.Message != errAccountingPolicy {
+			t.Fatalf("got %v (%+v), want %s", err, ae, reason)
+		}
+	}
+	for range 2 {
+		if _, err := submit("ann", "short", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := submit("ann", "short", "")
+	refused(err, sched.ReasonQOSMaxSubmitJobPerUserLimit)
+	if _, err := submit("bob", "short", ""); err != nil {
+		t.Fatalf("bob has his own count: %v", err)
+	}
+	// ann's third job in QoS normal reaches her association's MaxSubmitJobs=3.
+	if _, err := submit("ann", "normal", ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = submit("ann", "normal", "")
+	refused(err, sched.ReasonAssocMaxSubmitJobLimit)
+	// bob has 1 job: an array of 3 tasks would make 4.
+	_, err = submit("bob", "normal", "0-2")
+	refused(err, sched.ReasonAssocMaxSubmitJobLimit)
+	if _, err := submit("bob", "normal", "0-1"); err != nil {
+		t.Fatal(err)
+	}
+	// An ended job frees its place.
+	idx++
+	data, _ := json.Marshal(command{Op: opCancel, Time: t0, JobID: 1, UID: 0})
+	if r := f.Apply(&raft.Log{Index: idx, Data: data}).(applyResult); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if _, err := submit("ann", "short", ""); err != nil {
+		t.Fatalf("after a cancel: %v", err)
+	}
+	acctRoot(t, f, &idx, api.AcctmgrRequest{Action: "modify", Entity: "user", Names: []string{"ann"}, Set: api.AcctmgrSet{MaxSubmitJobs: ip(-1)}})
+	if _, err := submit("ann", "normal", ""); err != nil {
+		t.Fatalf("after MaxSubmitJobs=-1: %v", err)
+	}
+}
+
+// EnforcePartLimits at submit: ALL refuses a job that exceeds any
+// partition it names, ANY one that fits none, NO nothing (the job pends).
+// The lab config: debug = node[1-3], gpu = node[2-3].
+func TestEnforcePartLimits(t *testing.T) {
+	cfg := testConfig(t)
+	threeNodes := func(parts string) *api.JobSpec {
+		return &api.JobSpec{Script: "#!/bin/sh\ntrue\n", WorkDir: "/tmp", Partition: parts, Nodes: 3}
+	}
+	overTime := &api.JobSpec{Script: "#!/bin/sh\ntrue\n", WorkDir: "/tmp", TimeLimitMin: 2 * 24 * 60}
+	cases := []struct {
+		enforce string
+		spec    *api.JobSpec
+		want    string // error message, "" for accepted
+	}{
+		{"ALL", threeNodes("debug"), ""},
+		{"ALL", threeNodes("debug,gpu"), api.ErrNodeCountInvalid},
+		{"ALL", threeNodes("gpu,debug"), api.ErrNodeCountInvalid},
+		{"ANY", threeNodes("gpu,debug"), ""},
+		{"ANY", threeNodes("gpu"), api.ErrNodeCountInvalid},
+		{"NO", threeNodes("gpu"), ""},
+		{"ALL", overTime, api.ErrInvalidTimeLimit},
+		{"NO", overTime, ""},
+	}
+	for _, c := range cases {
+		cfg.EnforcePartLimits = c.enforce
+		spec := *c.spec
+		err := validateSpec(cfg, &spec)
+		var ae *api.Error
+		if (c.want == "") != (err == nil) || (err != nil && (!errors.As(err, &ae) || ae.Message != c.want)) {
+			t.Errorf("EnforcePartLimits=%s -p %s: %v, want %q", c.enforce, c.spec.Partition, err, c.want)
+		}
+	}
+}
+
 // ---- through a real daemon ----
 
 // startAcctNode starts a one-node cluster (on a random loopback address of

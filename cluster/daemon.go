@@ -55,6 +55,9 @@ type Daemon struct {
 	wg   sync.WaitGroup
 
 	runStore runStorage // jobstorage.go
+	// missing is when the leader first found each node gone from gossip
+	// (leader loop only).
+	missing map[string]time.Time
 
 	list  *memberlist.Memberlist
 	raft  *raft.Raft

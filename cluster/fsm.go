@@ -201,6 +201,11 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 				return applyResult{Err: err}, nil
 			}
 		}
+		// Submit limits (MaxSubmitJobs...) are checked here, against the
+		// jobs as they are when the entry applies.
+		if err := st.submitLimit(c.Job, len(indices)); err != nil {
+			return applyResult{Err: err}, nil
+		}
 		first := st.NextJobID
 		ids := make([]uint64, 0, len(indices))
 		for _, idx := range indices {
@@ -303,6 +308,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		for _, m := range c.Preempts {
 			if j := st.Jobs[m.JobID]; j != nil && j.State == api.StateRunning && j.Preempted == "" {
 				j.Preempted = m.Mode
+				j.RequeueDelay = m.Mode == "REQUEUE"
 				j.State = api.StateCompleting
 				ids = append(ids, j.ID)
 			}
@@ -379,6 +385,10 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 }
 
 // finish records a job's end. Called with f.mu held.
+// requeueDelay is how long a preempted, requeued job waits before it may
+// start again (slurmctld's batch_requeue_fini: 121 s).
+const requeueDelay = 121 * time.Second
+
 func (f *FSM) finish(j *api.Job, e *jobEnd, now time.Time) {
 	j.ExitCode, j.Signal = e.ExitCode, e.Signal
 	j.BatchUsage = e.Usage
@@ -390,7 +400,16 @@ func (f *FSM) finish(j *api.Job, e *jobEnd, now time.Time) {
 	case j.TimedOut:
 		j.State = api.StateTimeout
 	case j.Preempted == "REQUEUE":
-		// Back to the queue with the same id, as slurmctld requeues.
+		// Back to the queue with the same id, as slurmctld requeues. A
+		// preempted job may not start again for 121 s, as under Slurm:
+		// otherwise, older than the job that preempted it, it could
+		// take its place back at once and be preempted again, for ever.
+		if j.RequeueDelay {
+			if b := now.Add(requeueDelay); j.Spec.Begin.Before(b) {
+				j.Spec.Begin = b
+			}
+			j.RequeueDelay = false
+		}
 		j.State, j.Reason = api.StatePending, "BeginTime"
 		j.Alloc, j.BatchHost, j.StdOut, j.StdErr = nil, "", "", ""
 		j.StartTime, j.EndTime = time.Time{}, time.Time{}

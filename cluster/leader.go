@@ -57,7 +57,9 @@ func (d *Daemon) leaderLoop() {
 const nodeDownGrace = 2 * time.Second
 
 // reconcileNodes commits node state changes that gossip shows: members that
-// are alive become UP, nodes gone from gossip become DOWN.
+// are alive become UP, nodes gone from gossip for SlurmdTimeout become DOWN
+// ("Not responding"; 0: never). The leader keeps when it first missed each
+// node; a new leader starts counting afresh.
 func (d *Daemon) reconcileNodes() {
 	alive := map[string]bool{}
 	for _, m := range d.list.Members() {
@@ -66,6 +68,22 @@ func (d *Daemon) reconcileNodes() {
 		}
 	}
 	now := d.now()
+	if d.missing == nil {
+		d.missing = map[string]time.Time{}
+	}
+	timeout := time.Duration(d.cfg.SlurmdTimeout) * time.Second
+	overdue := func(node string) bool {
+		if alive[node] {
+			delete(d.missing, node)
+			return false
+		}
+		since, ok := d.missing[node]
+		if !ok {
+			d.missing[node] = now
+			since = now
+		}
+		return timeout > 0 && now.Sub(since) >= timeout
+	}
 	type change struct{ node, state, why string }
 	var changes []change
 	d.fsm.view(func(st *state) {
@@ -76,7 +94,7 @@ func (d *Daemon) reconcileNodes() {
 				// DRAIN and an administrator's DOWN stay until scontrol
 				// update State=RESUME.
 				changes = append(changes, change{n.Name, "UP", ""})
-			case !alive[n.Name] && ns.State == "UP" && now.Sub(ns.Since) > nodeDownGrace:
+			case overdue(n.Name) && ns.State == "UP" && now.Sub(ns.Since) > nodeDownGrace:
 				changes = append(changes, change{n.Name, "DOWN", "Not responding"})
 			}
 		}
@@ -210,8 +228,17 @@ func (d *Daemon) testOnly(j *api.Job) (sched.JobResult, error) {
 // starts in a later pass.
 func (d *Daemon) preempt(ps []sched.Preemption) {
 	var marks []preemptMark
-	for _, p := range ps {
-		marks = append(marks, preemptMark{JobID: p.JobID, Mode: string(p.Mode)})
+	d.fsm.view(func(st *state) {
+		for _, p := range ps {
+			// A job already preempted is ending: marking and signalling it
+			// again would only wake the loop for another pass.
+			if j := st.Jobs[p.JobID]; j != nil && j.State == api.StateRunning && j.Preempted == "" {
+				marks = append(marks, preemptMark{JobID: p.JobID, Mode: string(p.Mode)})
+			}
+		}
+	})
+	if len(marks) == 0 {
+		return
 	}
 	if _, err := d.propose(command{Op: opPreempt, Time: d.now(), Preempts: marks}); err != nil {
 		d.log.Warn("preemption commit failed", "err", err)

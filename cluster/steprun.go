@@ -960,8 +960,9 @@ func (d *Daemon) jobTmp(jobID uint64) string {
 // jobStorage makes a job's storage on this node and returns its $TMPDIR
 // and $SCRATCH: a private directory for the job on this node (fresh: made
 // anew, as the batch step starts), removed when the job ends, and the
-// user's scratch directory under the lab's root (shared by the nodes of a
-// one-machine lab), kept. Both are the user's, mode 0700.
+// user's directory in the lab's scratch area (shared by the nodes), kept.
+// Both are the user's, mode 0700. It also makes the group's directory in
+// the project area ($PROJECT; see storageAreas).
 func (d *Daemon) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err error) {
 	tmp = d.jobTmp(j.ID)
 	if fresh {
@@ -973,17 +974,21 @@ func (d *Daemon) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err er
 	if err := mkdirOwned(tmp, j.UID, j.GID); err != nil {
 		return "", "", fmt.Errorf("cannot make the job's TMPDIR: %w", err)
 	}
-	user := j.User
-	if user == "" || user == "." || user == ".." || strings.ContainsRune(user, '/') {
-		user = strconv.FormatUint(uint64(j.UID), 10)
-	}
-	root := filepath.Join(filepath.Dir(d.o.Dir), "scratch")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	areas := d.storage()
+	if err := makeArea(areas.scratch, os.ModeSticky|0o777); err != nil {
 		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
 	}
-	scratch = filepath.Join(root, user)
-	if err := mkdirOwned(scratch, j.UID, j.GID); err != nil {
+	scratch = areas.scratchDir(j)
+	if err := makeOwnedDir(scratch, j.UID, j.GID, 0o700, true); err != nil {
 		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
+	}
+	if err := makeArea(areas.project, 0o755); err != nil {
+		return "", "", fmt.Errorf("cannot make PROJECT: %w", err)
+	}
+	// Only root makes directories in the project area: one that is there
+	// may have been handed to someone (a PI) by an administrator.
+	if err := makeOwnedDir(areas.projectDir(j), 0, j.GID, os.ModeSetgid|0o770, false); err != nil {
+		return "", "", fmt.Errorf("cannot make PROJECT: %w", err)
 	}
 	return tmp, scratch, nil
 }

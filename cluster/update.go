@@ -5,13 +5,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
 )
 
-// scontrol update: job settings (TimeLimit, Partition, NumNodes, JobName)
+// scontrol update: job settings (TimeLimit, Partition, NumNodes, JobName,
+// StartTime)
 // and node states (DRAIN, RESUME, DOWN with a Reason), committed through
 // Raft like everything else.
 
@@ -23,6 +25,8 @@ type jobUpdate struct {
 	Partition    string `json:"partition,omitempty"`
 	Nodes        int    `json:"nodes,omitempty"`
 	Name         string `json:"name,omitempty"`
+	// Begin is scontrol's StartTime=: the earliest start of a pending job.
+	Begin *time.Time `json:"begin,omitempty"`
 }
 
 // applyUpdateJob applies opUpdateJob. Called with f.mu held.
@@ -46,6 +50,9 @@ func (f *FSM) applyUpdateJob(c *command) (applyResult, []uint64) {
 	}
 	if u.Name != "" {
 		j.Spec.Name = u.Name
+	}
+	if u.Begin != nil && j.State == api.StatePending {
+		j.Spec.Begin = *u.Begin
 	}
 	return applyResult{}, []uint64{j.ID}
 }
@@ -107,6 +114,15 @@ func (d *Daemon) updateJob(id Identity, req api.UpdateRequest) error {
 			u.Nodes, spec.Nodes = n, n
 		case "jobname", "name":
 			u.Name, spec.Name = v, v
+		case "starttime":
+			if j.State != api.StatePending {
+				return &api.Error{Message: api.ErrJobNotPendingOrRun}
+			}
+			at, err := jobspec.ParseBegin(v, d.now())
+			if err != nil {
+				return &api.Error{Message: "Invalid time specification", Detail: err.Error()}
+			}
+			u.Begin, spec.Begin = &at, at
 		default:
 			return &api.Error{Message: "Update of this parameter is not supported: " + k}
 		}

@@ -11,9 +11,9 @@ import (
 )
 
 // validateSpec checks a submission against the config, as slurmctld does
-// with EnforcePartLimits=ALL, and fills in the partition and time limit.
-// A job may name several partitions (-p a,b): it must fit at least one.
-// Its errors carry Slurm's texts.
+// (partition limits as EnforcePartLimits says), and fills in the partition
+// and time limit. A job may name several partitions (-p a,b). Its errors
+// carry Slurm's texts.
 func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 	if s.Script == "" {
 		return &api.Error{Message: api.ErrEmptyScript}
@@ -64,19 +64,8 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 			parts = append(parts, p)
 		}
 	}
-	var first error
-	for _, p := range parts {
-		err := fitsPartition(cfg, p, s, gres)
-		if err == nil {
-			first = nil
-			break
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	if first != nil {
-		return first
+	if err := enforcePartLimits(cfg, parts, s, gres); err != nil {
+		return err
 	}
 	if len(parts) == 1 && s.TimeLimitMin == 0 {
 		p := parts[0]
@@ -92,6 +81,27 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 		return &api.Error{Message: fmt.Sprintf("working directory %q is not an absolute path", s.WorkDir)}
 	}
 	return validateContainer(s) // container.go
+}
+
+// enforcePartLimits applies slurm.conf's EnforcePartLimits to a job and
+// the partitions it names: ALL (hpc's default) refuses it when it exceeds
+// the limits of any of them, ANY when it fits none, NO never (it pends
+// instead, with PartitionTimeLimit, PartitionNodeLimit or PartitionConfig).
+func enforcePartLimits(cfg *config.Config, parts []*config.Partition, s *api.JobSpec, gres []sched.GresRequest) error {
+	if cfg.EnforcePartLimits == "NO" {
+		return nil
+	}
+	var first error
+	for _, p := range parts {
+		err := fitsPartition(cfg, p, s, gres)
+		if err == nil && cfg.EnforcePartLimits == "ANY" {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // fitsPartition says whether the partition could ever run the job.
@@ -212,4 +222,46 @@ func gresString(gs []config.Gres) string {
 		out += fmt.Sprintf(":%d", g.Count)
 	}
 	return out
+}
+
+// errAccountingPolicy is Slurm's text for ESLURM_ACCOUNTING_POLICY.
+const errAccountingPolicy = "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+
+// submitLimit checks the submission of job j, n jobs in all (an array's
+// tasks count one each, as in Slurm), against the submit limits of its QoS
+// and associations (MaxSubmitJobsPerUser, GrpSubmitJobs, MaxSubmitJobs),
+// counting the user's pending and running jobs. Slurm refuses such a
+// submission, and sbatch prints the reason first:
+//
+//	sbatch: error: AssocMaxSubmitJobLimit
+//	sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)
+//
+// Apply calls it, so two submissions racing for the last place cannot both
+// get it.
+func (st *state) submitLimit(j *api.Job, n int) error {
+	if !st.Acct.hasSubmitLimits() {
+		return nil
+	}
+	snap := sched.Snapshot{}
+	snap.QOS, snap.Assocs = st.Acct.schedInputs()
+	for _, o := range st.Jobs {
+		switch {
+		case o.State == api.StatePending,
+			o.State == api.StateCompleting && o.Preempted == "REQUEUE": // back to the queue soon
+			snap.Pending = append(snap.Pending, sched.Job{ID: o.ID, User: o.User, Account: o.Account, QOS: o.Spec.QOS})
+		case o.State == api.StateRunning:
+			snap.Running = append(snap.Running, sched.RunningJob{ID: o.ID, User: o.User, Account: o.Account, QOS: o.Spec.QOS})
+		}
+	}
+	// The job's own id is not given yet: ids from NextJobID on are free.
+	job := sched.Job{ID: st.NextJobID, User: j.User, Account: j.Account, QOS: j.Spec.QOS}
+	for k := 1; k < n; k++ {
+		extra := job
+		extra.ID += uint64(k)
+		snap.Pending = append(snap.Pending, extra)
+	}
+	if reason := sched.SubmitLimit(&snap, &job); reason != "" {
+		return &api.Error{Message: errAccountingPolicy, Detail: reason}
+	}
+	return nil
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"hpc/cluster/config"
 )
 
 func statusCommand() *cli.Command {
@@ -45,9 +48,35 @@ func statusCommand() *cli.Command {
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Name, m.Addr, m.State, mode)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if a, ok := localStorage(); ok {
+				fmt.Println()
+				printStorage(a)
+			}
+			return nil
 		},
 	}
+}
+
+// localStorage finds the storage areas of the lab on this machine whose
+// nodes the commands talk to (the first lab directory with node sockets).
+func localStorage() (storageAreas, bool) {
+	if os.Getenv("HPC_SOCKET") != "" {
+		return storageAreas{}, false
+	}
+	for _, dir := range clientDirs() {
+		if len(sockets(dir)) == 0 {
+			continue
+		}
+		cfg, err := config.Load(filepath.Join(dir, "slurm.conf"))
+		if err != nil {
+			return storageAreas{}, false
+		}
+		return labStorage(cfg.Raw, dir), true
+	}
+	return storageAreas{}, false
 }
 
 func statusFailed(err error) error {

@@ -96,6 +96,9 @@ func runUp(c *cli.Context) error {
 	if err := ensureKey(l, c.String("key-file")); err != nil {
 		return cli.Exit("hpc: error: "+err.Error(), 1)
 	}
+	if err := makeStorage(labStorage(cfg.Raw, dir)); err != nil {
+		return cli.Exit("hpc: error: storage areas: "+err.Error(), 1)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return cli.Exit("hpc: error: "+err.Error(), 1)
@@ -196,6 +199,7 @@ func prepareConfig(c *cli.Context, l lab) (*config.Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		text += storageConf(l.dir)
 		if err := os.WriteFile(l.confPath(), []byte(text), 0o644); err != nil {
 			return nil, err
 		}
@@ -386,6 +390,8 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 		fmt.Printf("Job steps run as: %s\n", st.ExecMode)
 	}
 	fmt.Println()
+	printStorage(labStorage(cfg.Raw, l.dir))
+	fmt.Println()
 	if exe, err := os.Executable(); err == nil {
 		exe, _ = filepath.EvalSymlinks(exe)
 		dir := filepath.Dir(exe)
@@ -405,4 +411,85 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 	fmt.Printf("Config: %s\n", l.confPath())
 	fmt.Printf("Logs:   %s\n", filepath.Join(l.dir, "<node>", "hpc.log"))
 	fmt.Println("Stop:   hpc down   (keeps state; hpc down --purge removes it)")
+}
+
+// ---- storage areas ----
+
+// storageAreas are the lab's home, scratch and project areas, shared by
+// every node. The daemons read the same keys (cluster/stepenv.go, where
+// what each area holds is described); keep the two in step.
+type storageAreas struct {
+	home, scratch, project string
+}
+
+// labStorage reads the areas from the config of the lab whose root is
+// dir: HpcHomeDir, HpcScratchDir and HpcProjectDir (a relative path is
+// taken from the root), else <root>/home, <root>/scratch, <root>/project.
+func labStorage(raw map[string]string, dir string) storageAreas {
+	get := func(key, def string) string {
+		for k, v := range raw {
+			if strings.EqualFold(k, key) && strings.TrimSpace(v) != "" {
+				v = strings.TrimSpace(v)
+				if !filepath.IsAbs(v) {
+					v = filepath.Join(dir, v)
+				}
+				return filepath.Clean(v)
+			}
+		}
+		return filepath.Join(dir, def)
+	}
+	return storageAreas{home: get("HpcHomeDir", "home"), scratch: get("HpcScratchDir", "scratch"), project: get("HpcProjectDir", "project")}
+}
+
+// storageConf is the commented storage block of the config `hpc up` writes.
+func storageConf(dir string) string {
+	return fmt.Sprintf(`
+# Storage areas, shared by every node (hpc's own keys). hpc up makes them
+# here; on several machines, point them at file systems all nodes mount.
+#   home:    for the home directories of the lab's users (0755). Jobs keep
+#            the submitter's $HOME, as in Slurm.
+#   scratch: sticky and world-writable (1777). A user's first job makes
+#            scratch/<user> (0700, the user's): the jobs' $SCRATCH. It is
+#            kept after jobs end; nothing cleans it.
+#   project: one directory per Unix group, project/<group> (2770: root and
+#            the group; files keep the group), made by the group's first
+#            job: the jobs' $PROJECT, shared by the members of the group.
+# Each job also gets a private $TMPDIR on each of its nodes, removed when
+# the job ends.
+HpcHomeDir=%s
+HpcScratchDir=%s
+HpcProjectDir=%s
+`, filepath.Join(dir, "home"), filepath.Join(dir, "scratch"), filepath.Join(dir, "project"))
+}
+
+// makeStorage makes the areas that are missing: home and project 0755,
+// scratch sticky and world-writable. Existing ones are left as they are.
+func makeStorage(a storageAreas) error {
+	for _, area := range []struct {
+		dir  string
+		mode os.FileMode
+	}{{a.home, 0o755}, {a.scratch, os.ModeSticky | 0o777}, {a.project, 0o755}} {
+		if fi, err := os.Stat(area.dir); err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory", area.dir)
+			}
+			continue
+		}
+		if err := os.MkdirAll(area.dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chmod(area.dir, area.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printStorage shows the areas (hpc up's summary, hpc status).
+func printStorage(a storageAreas) {
+	fmt.Println("Storage (the same directories on every node):")
+	fmt.Printf("  home     %s\n", a.home)
+	fmt.Printf("  scratch  %s   ($SCRATCH is scratch/<user>, kept)\n", a.scratch)
+	fmt.Printf("  project  %s   ($PROJECT is project/<group>, shared by the group)\n", a.project)
+	fmt.Println("  $TMPDIR  private to each job on each node, removed when the job ends")
 }

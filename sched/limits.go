@@ -1,5 +1,7 @@
 package sched
 
+import "time"
+
 // tresReasons names the reasons of one kind of TRES limit: cpu, mem, node,
 // gres/gpu.
 type tresReasons [4]string
@@ -14,8 +16,29 @@ var (
 
 func tresVals(t *TRES) [4]int64 { return [4]int64{t.CPU, t.MemMB, t.Node, t.GPU} }
 
+// limitAllows is how much a limit that is set (not 0) allows: a negative
+// limit (LimitZero) allows nothing.
+func limitAllows(limit int64) int64 { return max(limit, 0) }
+
+// overCount says whether n jobs, plus one more, break a count limit (0: none).
+func overCount(limit int, n int64) bool { return limit != 0 && n+1 > limitAllows(int64(limit)) }
+
+// overWall says whether a job running for length seconds (0: unlimited)
+// breaks a MaxWall limit (0: none; negative: a MaxWall of zero).
+func overWall(limit time.Duration, length int64) bool {
+	switch {
+	case limit == 0:
+		return false
+	case limit < 0:
+		return true // every job is longer than a MaxWall of zero
+	}
+	return length == 0 || length > dur(limit)
+}
+
 // overTRES returns the reason of the first TRES where used plus job exceeds
-// limit (0 = none), or "". skip masks TRES already limited elsewhere.
+// limit (0 = none, negative = zero), or "". skip masks TRES already
+// limited elsewhere. A limit of zero holds back only jobs that use that
+// TRES: GrpTRES=gres/gpu=0 lets jobs without GPUs run.
 func overTRES(limit, used, job *TRES, names *tresReasons, skip *TRES) string {
 	l, u, j := tresVals(limit), tresVals(used), tresVals(job)
 	var s [4]int64
@@ -23,7 +46,7 @@ func overTRES(limit, used, job *TRES, names *tresReasons, skip *TRES) string {
 		s = tresVals(skip)
 	}
 	for k := range l {
-		if l[k] > 0 && s[k] == 0 && u[k]+j[k] > l[k] {
+		if l[k] != 0 && s[k] == 0 && u[k]+j[k] > limitAllows(l[k]) {
 			return names[k]
 		}
 	}
@@ -39,13 +62,13 @@ func (p *pass) limitReason(j *jobInfo, length int64) string {
 	if j.qos >= 0 {
 		q := &p.qos[j.qos]
 		ql = &q.spec.Limits
-		if w := dur(ql.MaxWall); w > 0 && (length == 0 || length > w) {
+		if overWall(ql.MaxWall, length) {
 			return ReasonQOSMaxWallDurationPerJob
 		}
 		if r := overTRES(&ql.MaxTRESPerJob, &zero, &j.tres, &qosPerJobReasons, nil); r != "" {
 			return r
 		}
-		if ql.GrpJobs > 0 && q.used.jobs+1 > int64(ql.GrpJobs) {
+		if overCount(ql.GrpJobs, q.used.jobs) {
 			return ReasonQOSGrpJobsLimit
 		}
 		if r := overTRES(&ql.GrpTRES, &q.used.tres, &j.tres, &qosGrpReasons, nil); r != "" {
@@ -55,7 +78,7 @@ func (p *pass) limitReason(j *jobInfo, length int64) string {
 		if u == nil {
 			u = &counter{}
 		}
-		if ql.MaxJobsPerUser > 0 && u.jobs+1 > int64(ql.MaxJobsPerUser) {
+		if overCount(ql.MaxJobsPerUser, u.jobs) {
 			return ReasonQOSMaxJobsPerUserLimit
 		}
 		if r := overTRES(&ql.MaxTRESPerUser, &u.tres, &j.tres, &qosPerUserReasons, nil); r != "" {
@@ -70,7 +93,7 @@ func (p *pass) limitReason(j *jobInfo, length int64) string {
 	}
 	t := &p.tree
 	// Max limits come from the nearest association that sets them.
-	var maxWall int64
+	var maxWall time.Duration
 	var maxJobs int
 	var perJob TRES
 	for a := j.assoc; a >= 0; a = t.nodes[a].parent {
@@ -79,7 +102,7 @@ func (p *pass) limitReason(j *jobInfo, length int64) string {
 			continue
 		}
 		if maxWall == 0 {
-			maxWall = dur(l.MaxWall)
+			maxWall = l.MaxWall
 		}
 		if maxJobs == 0 {
 			maxJobs = l.MaxJobsPerUser
@@ -97,7 +120,7 @@ func (p *pass) limitReason(j *jobInfo, length int64) string {
 			perJob.GPU = l.MaxTRESPerJob.GPU
 		}
 	}
-	if ql.MaxWall == 0 && maxWall > 0 && (length == 0 || length > maxWall) {
+	if ql.MaxWall == 0 && overWall(maxWall, length) {
 		return ReasonAssocMaxWallDurationPerJob
 	}
 	if r := overTRES(&perJob, &zero, &j.tres, &assocJobReasons, &ql.MaxTRESPerJob); r != "" {
@@ -108,14 +131,14 @@ func (p *pass) limitReason(j *jobInfo, length int64) string {
 		if n.limits == nil {
 			continue
 		}
-		if ql.GrpJobs == 0 && n.limits.GrpJobs > 0 && n.used.jobs+1 > int64(n.limits.GrpJobs) {
+		if ql.GrpJobs == 0 && overCount(n.limits.GrpJobs, n.used.jobs) {
 			return ReasonAssocGrpJobsLimit
 		}
 		if r := overTRES(&n.limits.GrpTRES, &n.used.tres, &j.tres, &assocGrpReasons, &ql.GrpTRES); r != "" {
 			return r
 		}
 	}
-	if ql.MaxJobsPerUser == 0 && maxJobs > 0 && t.nodes[j.assoc].used.jobs+1 > int64(maxJobs) {
+	if ql.MaxJobsPerUser == 0 && overCount(maxJobs, t.nodes[j.assoc].used.jobs) {
 		return ReasonAssocMaxJobsLimit
 	}
 	return ""

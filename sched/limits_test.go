@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -145,5 +147,124 @@ func TestSubmitLimit(t *testing.T) {
 	}
 	if got := SubmitLimit(&s, &Job{ID: 10, User: "x", Account: "theory"}); got != ReasonAssocGrpSubmitJobsLimit {
 		t.Errorf("grp assoc: %q", got)
+	}
+}
+
+// A limit of zero is a real limit (Slurm's MaxJobsPerUser=0,
+// GrpTRES=gres/gpu=0, ...): LimitZero allows nothing, where 0 is no limit.
+func TestZeroLimits(t *testing.T) {
+	cpuJob := Job{}
+	gpuJob := Job{GPUsPerNode: 1}
+	cases := []struct {
+		name   string
+		qos    Limits
+		assocs func(a []Assoc) // phys, theory (under phys), theory/u
+		job    Job
+		want   string
+	}{
+		{"qos max jobs per user 0", Limits{MaxJobsPerUser: LimitZero}, nil, cpuJob, ReasonQOSMaxJobsPerUserLimit},
+		{"qos grp jobs 0", Limits{GrpJobs: LimitZero}, nil, cpuJob, ReasonQOSGrpJobsLimit},
+		{"qos grp gpu 0 holds gpu jobs", Limits{GrpTRES: TRES{GPU: LimitZero}}, nil, gpuJob, ReasonQOSGrpGRES},
+		{"qos grp gpu 0 lets cpu jobs run", Limits{GrpTRES: TRES{GPU: LimitZero}}, nil, cpuJob, ""},
+		{"qos max cpu per job 0", Limits{MaxTRESPerJob: TRES{CPU: LimitZero}}, nil, cpuJob, ReasonQOSMaxCpuPerJobLimit},
+		{"qos max gpu per user 0", Limits{MaxTRESPerUser: TRES{GPU: LimitZero}}, nil, gpuJob, ReasonQOSMaxGRESPerUser},
+		{"qos max wall 0", Limits{MaxWall: -time.Minute}, nil, Job{TimeLimit: time.Minute}, ReasonQOSMaxWallDurationPerJob},
+		{"assoc max jobs 0 on the account", Limits{}, func(a []Assoc) { a[1].Limits.MaxJobsPerUser = LimitZero }, cpuJob, ReasonAssocMaxJobsLimit},
+		{"assoc max jobs 0 on the user overrides the account's", Limits{}, func(a []Assoc) {
+			a[1].Limits.MaxJobsPerUser = 5
+			a[2].Limits.MaxJobsPerUser = LimitZero
+		}, cpuJob, ReasonAssocMaxJobsLimit},
+		{"assoc max jobs 5 on the user overrides the account's 0", Limits{}, func(a []Assoc) {
+			a[1].Limits.MaxJobsPerUser = LimitZero
+			a[2].Limits.MaxJobsPerUser = 5
+		}, cpuJob, ""},
+		{"assoc grp jobs 0 on a parent", Limits{}, func(a []Assoc) { a[0].Limits.GrpJobs = LimitZero }, cpuJob, ReasonAssocGrpJobsLimit},
+		{"assoc grp gpu 0", Limits{}, func(a []Assoc) { a[0].Limits.GrpTRES.GPU = LimitZero }, gpuJob, ReasonAssocGrpGRES},
+		{"assoc grp gpu 0 lets cpu jobs run", Limits{}, func(a []Assoc) { a[0].Limits.GrpTRES.GPU = LimitZero }, cpuJob, ""},
+		{"assoc max node per job 0", Limits{}, func(a []Assoc) { a[2].Limits.MaxTRESPerJob.Node = LimitZero }, cpuJob, ReasonAssocMaxNodePerJobLimit},
+		{"assoc max wall 0", Limits{}, func(a []Assoc) { a[1].Limits.MaxWall = -1 }, Job{TimeLimit: time.Minute}, ReasonAssocMaxWallDurationPerJob},
+		{"a qos limit wins over the association's 0", Limits{MaxJobsPerUser: 3}, func(a []Assoc) { a[1].Limits.MaxJobsPerUser = LimitZero }, cpuJob, ""},
+		{"a qos limit of 0 wins over the association's", Limits{GrpTRES: TRES{CPU: LimitZero}}, func(a []Assoc) { a[0].Limits.GrpTRES.CPU = 100 }, cpuJob, ReasonQOSGrpCpuLimit},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := gpuLab()
+			s.QOS = []QOS{{Name: "normal", Limits: c.qos}}
+			s.Assocs = []Assoc{{Account: "phys"}, {Account: "theory", Parent: "phys"}, {Account: "theory", User: "u"}}
+			if c.assocs != nil {
+				c.assocs(s.Assocs)
+			}
+			j := c.job
+			j.ID, j.User, j.Account = 1, "u", "theory"
+			s.Pending = []Job{j}
+			res := Schedule(s)
+			if got := res.Jobs[0].Reason; got != c.want {
+				t.Fatalf("reason %q, want %q", got, c.want)
+			}
+			if (c.want == "") != (len(res.Starts) == 1) {
+				t.Fatalf("starts %+v", res.Starts)
+			}
+		})
+	}
+}
+
+// Zero limits hold their jobs back whatever runs, so a Planner that
+// re-checks jobs only where counters changed still agrees with a fresh
+// pass.
+func TestPlannerZeroLimits(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		spec := smallSpec(rng)
+		s := generate(spec, seed)
+		more := generate(spec, seed+1000).Pending
+		s.Config.PriorityCalcPeriod = 5 * time.Minute
+		s.QOS[2].Limits.MaxJobsPerUser = LimitZero
+		s.QOS[1].Limits.GrpTRES.GPU = LimitZero
+		if len(s.Assocs) > 0 {
+			s.Assocs[len(s.Assocs)-1].Limits.MaxJobsPerUser = LimitZero
+		}
+		pl := NewPlanner(s)
+		nextID := uint64(5_000_000)
+		for step := 0; step < 15; step++ {
+			got := pl.Plan()
+			diffResults(t, fmt.Sprintf("seed %d step %d", seed, step), got, Schedule(pl.Snapshot()))
+			for _, st := range got.Starts {
+				for _, j := range pl.Snapshot().Pending {
+					if j.ID == st.JobID && j.QOS == "low" {
+						t.Fatalf("seed %d: job %d of QoS low started under MaxJobsPerUser=0", seed, j.ID)
+					}
+				}
+			}
+			var d Delta
+			d, more = plannerStep(rng, pl, got, more, &nextID)
+			pl.Apply(d)
+		}
+	}
+}
+
+// TestSubmitLimitZero: a submit limit of zero (LimitZero) refuses every
+// submission, on a QoS or an association; no limit (0) refuses none.
+func TestSubmitLimitZero(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		qos    Limits
+		assocs func(a []Assoc) // phys, theory (under phys), theory/u
+		want   string
+	}{
+		{"no limits", Limits{}, nil, ""},
+		{"qos max submit 0", Limits{MaxSubmitJobsPerUser: LimitZero}, nil, ReasonQOSMaxSubmitJobPerUserLimit},
+		{"qos grp submit 0", Limits{GrpSubmitJobs: LimitZero}, nil, ReasonQOSGrpSubmitJobsLimit},
+		{"assoc max submit 0", Limits{}, func(a []Assoc) { a[2].Limits.MaxSubmitJobsPerUser = LimitZero }, ReasonAssocMaxSubmitJobLimit},
+		{"assoc grp submit 0 on a parent", Limits{}, func(a []Assoc) { a[0].Limits.GrpSubmitJobs = LimitZero }, ReasonAssocGrpSubmitJobsLimit},
+	} {
+		s := lab(1)
+		s.QOS = []QOS{{Name: "normal", Limits: c.qos}}
+		s.Assocs = []Assoc{{Account: "phys"}, {Account: "theory", Parent: "phys"}, {Account: "theory", User: "u"}}
+		if c.assocs != nil {
+			c.assocs(s.Assocs)
+		}
+		if got := SubmitLimit(&s, &Job{ID: 1, User: "u", Account: "theory"}); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -82,10 +82,10 @@ func SubmitLimit(s *Snapshot, j *Job) string {
 	}
 	sameQOS := func(q string) bool { return q == j.QOS || (q == "" && qosName == "normal") || q == qosName }
 	if ql != nil {
-		if ql.MaxSubmitJobsPerUser > 0 && count(func(q, _, u string) bool { return sameQOS(q) && u == j.User })+1 > ql.MaxSubmitJobsPerUser {
+		if m := ql.MaxSubmitJobsPerUser; m != 0 && overCount(m, int64(count(func(q, _, u string) bool { return sameQOS(q) && u == j.User }))) {
 			return ReasonQOSMaxSubmitJobPerUserLimit
 		}
-		if ql.GrpSubmitJobs > 0 && count(func(q, _, _ string) bool { return sameQOS(q) })+1 > ql.GrpSubmitJobs {
+		if g := ql.GrpSubmitJobs; g != 0 && overCount(g, int64(count(func(q, _, _ string) bool { return sameQOS(q) }))) {
 			return ReasonQOSGrpSubmitJobsLimit
 		}
 	} else {
@@ -93,8 +93,8 @@ func SubmitLimit(s *Snapshot, j *Job) string {
 	}
 	if ql.MaxSubmitJobsPerUser == 0 {
 		for _, a := range chain {
-			if m := a.limits.MaxSubmitJobsPerUser; m > 0 {
-				if count(func(_, acct, u string) bool { return acct == j.Account && u == j.User })+1 > m {
+			if m := a.limits.MaxSubmitJobsPerUser; m != 0 {
+				if overCount(m, int64(count(func(_, acct, u string) bool { return acct == j.Account && u == j.User }))) {
 					return ReasonAssocMaxSubmitJobLimit
 				}
 				break
@@ -103,9 +103,9 @@ func SubmitLimit(s *Snapshot, j *Job) string {
 	}
 	if ql.GrpSubmitJobs == 0 {
 		for _, a := range chain {
-			if g := a.limits.GrpSubmitJobs; g > 0 {
+			if g := a.limits.GrpSubmitJobs; g != 0 {
 				isUser := a.user != ""
-				if count(func(_, acct, u string) bool { return under(acct, u, a.account, isUser) })+1 > g {
+				if overCount(g, int64(count(func(_, acct, u string) bool { return under(acct, u, a.account, isUser) }))) {
 					return ReasonAssocGrpSubmitJobsLimit
 				}
 			}

@@ -196,9 +196,12 @@ type QOS struct {
 }
 
 // Limits are the resource limits of a QoS or an association. Zero means no
-// limit. Where a QoS and an association set the same limit, the QoS's wins
-// (Slurm's precedence); association Grp limits hold at every level of the
-// tree, and Max limits are inherited from the nearest account that sets them.
+// limit; a negative value is a limit of zero, which allows nothing (Slurm's
+// limit of 0: MaxJobsPerUser=0 lets no job run, GrpTRES=gres/gpu=0 lets no
+// job use a GPU, MaxWall=0 lets no job run). LimitZero spells it. Where a
+// QoS and an association set the same limit, the QoS's wins (Slurm's
+// precedence); association Grp limits hold at every level of the tree, and
+// Max limits are inherited from the nearest account that sets them.
 type Limits struct {
 	// MaxWall is the longest time limit a job may have (MaxWall).
 	MaxWall time.Duration
@@ -221,6 +224,10 @@ type Limits struct {
 	// GrpSubmitJobs is how many such jobs may be pending or running.
 	GrpSubmitJobs int
 }
+
+// LimitZero is a limit of zero in Limits and TRES (zero itself means no
+// limit); a MaxWall of zero is any negative duration.
+const LimitZero = -1
 
 // TRES are trackable resources: cpu, mem (MB), node, gres/gpu.
 type TRES struct {

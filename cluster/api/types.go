@@ -169,6 +169,9 @@ type Job struct {
 	// TimedOut is set when the job ran past its time limit and the
 	// controller had it killed; it then ends TIMEOUT.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// RequeueDelay is set on a job preempted with PreemptMode=REQUEUE: once
+	// back in the queue it waits 121 s before it may start again.
+	RequeueDelay bool `json:"requeue_delay,omitempty"`
 	// BatchUsage is what the batch step used, once it has ended.
 	BatchUsage *StepUsage `json:"batch_usage,omitempty"`
 	// Warned is set once the job's --signal warning has been sent (it is

@@ -10,6 +10,8 @@ const (
 	DefaultClusterName       = "cluster"
 	DefaultKillWait          = 30
 	DefaultMinJobAge         = 300
+	DefaultSlurmdTimeout     = 300
+	LabSlurmdTimeout         = 10
 	DefaultEnforcePartLimits = "ALL"
 	DefaultAPIPort           = 7817
 	DefaultRaftPort          = 7818
@@ -34,6 +36,11 @@ type Config struct {
 	// controller's memory (squeue -j, scontrol show job) before only
 	// accounting knows it (default 300, as Slurm).
 	MinJobAge int
+	// SlurmdTimeout is how many seconds a node may be out of touch (gone
+	// from gossip) before the controller marks it DOWN and its jobs end
+	// NODE_FAIL (default 300, as Slurm; the lab's config says 10). A node
+	// daemon restarted within it finds its jobs still running.
+	SlurmdTimeout int
 	// Prolog and Epilog are the absolute paths of the scripts each node
 	// runs as root before a job starts there and after it ended there;
 	// "" for none. PrologEpilogTimeout bounds each run, in seconds

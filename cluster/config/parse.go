@@ -73,6 +73,7 @@ func parse(r io.Reader, file string) (*Config, error) {
 		cfg: &Config{
 			KillWait:            DefaultKillWait,
 			MinJobAge:           DefaultMinJobAge,
+			SlurmdTimeout:       DefaultSlurmdTimeout,
 			PrologEpilogTimeout: DefaultPrologEpilogTimeout,
 			Priority:            Priority{Type: "priority/basic", MaxAgeMin: 7 * 24 * 60, DecayHalfLifeMin: 7 * 24 * 60},
 			PreemptType:         "preempt/none",
@@ -316,6 +317,12 @@ func (p *parser) topKey(n int, kv pair) error {
 			return p.errf(n, "invalid MinJobAge=%s: expected seconds", kv.value)
 		}
 		c.MinJobAge = v
+	case "slurmdtimeout":
+		v, err := nonNegInt(kv.value)
+		if err != nil {
+			return p.errf(n, "invalid SlurmdTimeout=%s: expected seconds", kv.value)
+		}
+		c.SlurmdTimeout = v
 	case "prolog", "epilog":
 		if !strings.HasPrefix(kv.value, "/") {
 			return p.errf(n, "invalid %s=%s: expected an absolute path", kv.key, kv.value)

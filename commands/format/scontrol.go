@@ -85,7 +85,12 @@ func ShowJob(j api.Job, now time.Time, oneLiner, details bool) string {
 	}
 	r.add("RunTime=" + ElapsedHMS(jobRunTime(j, now)) + " TimeLimit=" + limit + " TimeMin=" + timeMin)
 	r.nl()
+	// Eligible once submitted, or at its begin time (--begin, a
+	// preempted job's requeue delay) if later.
 	eligible := ISOTime(j.SubmitTime)
+	if j.Spec.Begin.After(j.SubmitTime) {
+		eligible = ISOTime(j.Spec.Begin)
+	}
 	if notEligible(j) {
 		eligible = "Unknown"
 	}
