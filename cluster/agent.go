@@ -23,7 +23,7 @@ type stepTable struct {
 	mu    sync.Mutex
 	steps map[uint64]*exec.Step // batch steps, by job id
 	// cancelled remembers kills that arrived before the step was started.
-	cancelled map[uint64]bool
+	cancelled map[uint64]time.Time // by job: the start of the run to kill
 	// jobs are the jobs whose batch step runs here (to reach the other
 	// nodes of their allocation when they end).
 	jobs map[uint64]*api.Job
@@ -45,7 +45,7 @@ type stepKey struct {
 
 func newStepTable() *stepTable {
 	return &stepTable{
-		steps: map[uint64]*exec.Step{}, cancelled: map[uint64]bool{},
+		steps: map[uint64]*exec.Step{}, cancelled: map[uint64]time.Time{},
 		jobs: map[uint64]*api.Job{}, released: map[uint64]api.ReleaseRequest{},
 		tasks: map[uint64]map[uint32]*taskStep{}, ended: map[uint64]time.Time{},
 		launches: map[stepKey]*launch{},
@@ -86,6 +86,9 @@ type signalRequest struct {
 	Signal   int           `json:"signal"` // 0: cancel
 	KillWait time.Duration `json:"kill_wait"`
 	Scope    string        `json:"scope,omitempty"` // api.SignalSteps, SignalBatch or SignalFull
+	// Start names the run of the job meant (its start time), so that a
+	// late kill never reaches the job's next run (requeued, preempted).
+	Start time.Time `json:"start,omitzero"`
 }
 
 // handleLaunch starts a job's batch script on this node. Once it has
@@ -168,7 +171,8 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	d.recordRunning(&jc) // reattach.go
 	d.steps.mu.Lock()
 	d.steps.steps[j.ID] = step
-	cancelled := d.steps.cancelled[j.ID]
+	killAt, cancelled := d.steps.cancelled[j.ID]
+	cancelled = cancelled && (killAt.IsZero() || killAt.Equal(j.StartTime))
 	delete(d.steps.cancelled, j.ID)
 	_, released := d.steps.released[j.ID]
 	d.steps.mu.Unlock()
@@ -245,9 +249,12 @@ func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request) {
 	}
 	d.steps.mu.Lock()
 	step := d.steps.steps[req.JobID]
+	if j := d.steps.jobs[req.JobID]; step != nil && j != nil && !req.Start.IsZero() && !j.StartTime.Equal(req.Start) {
+		step = nil // meant for another run of the job: not this one
+	}
 	if step == nil && req.Signal == 0 {
 		// Not started yet (or being started): it is killed as it starts.
-		d.steps.cancelled[req.JobID] = true
+		d.steps.cancelled[req.JobID] = req.Start
 	}
 	d.steps.mu.Unlock()
 	switch {

@@ -410,7 +410,7 @@ func (d *Daemon) signalJobWait(j *api.Job, sig int) error {
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
-	return d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait()}, nil)
+	return d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Start: j.StartTime}, nil)
 }
 
 func (d *Daemon) killWait() time.Duration {

@@ -19,7 +19,7 @@ func (d *Daemon) signalJobScope(j *api.Job, sig int, scope string) error {
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
-	return d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Scope: scope}, nil)
+	return d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Scope: scope, Start: j.StartTime}, nil)
 }
 
 // sendWarnSignals delivers --signal=[B:]SIG@secs: once a running job is
