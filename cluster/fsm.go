@@ -333,6 +333,7 @@ func (f *FSM) apply(c *command) (applyResult, []uint64) {
 		for _, id := range c.JobIDs {
 			if j := st.Jobs[id]; j != nil && j.State == api.StateRunning {
 				j.Preempted = "REQUEUE"
+				j.RequeueHold = c.Hold == api.HoldRequeue // a failed prolog's
 				j.State = api.StateCompleting
 				ids = append(ids, id)
 			}
@@ -409,6 +410,11 @@ func (f *FSM) finish(j *api.Job, e *jobEnd, now time.Time) {
 				j.Spec.Begin = b
 			}
 			j.RequeueDelay = false
+		}
+		if j.RequeueHold {
+			// A job whose prolog failed waits held for scontrol release
+			// ("launch failed requeued held"), as under Slurm.
+			j.Hold, j.RequeueHold = api.HoldRequeue, false
 		}
 		j.State, j.Reason = api.StatePending, "BeginTime"
 		j.Alloc, j.BatchHost, j.StdOut, j.StdErr = nil, "", "", ""

@@ -191,6 +191,8 @@ func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, m
 					r.Hold = sched.HoldUser
 				case "admin":
 					r.Hold = sched.HoldAdmin
+				case api.HoldRequeue:
+					r.Hold = sched.HoldUser // shown as api.ReasonRequeueHeld (schedview.go)
 				}
 				snap.Pending = append(snap.Pending, r)
 			}

@@ -209,7 +209,11 @@ func (d *Daemon) runPrologs(j *api.Job) bool {
 	}
 	// RUNNING -> COMPLETING (requeue) -> PENDING once its end is committed;
 	// a job cancelled meanwhile ends CANCELLED instead.
-	if _, err := d.propose(command{Op: opRequeue, Time: now, JobIDs: []uint64{j.ID}}); err != nil {
+	hold := api.HoldRequeue
+	if _, ok := d.cfg.SchedulerParameters["nohold_on_prolog_fail"]; ok {
+		hold = ""
+	}
+	if _, err := d.propose(command{Op: opRequeue, Time: now, JobIDs: []uint64{j.ID}, Hold: hold}); err != nil {
 		d.log.Warn("requeue after a failed prolog failed", "job", j.ID, "err", err)
 	}
 	if _, err := d.propose(command{Op: opEnd, Time: now, End: &jobEnd{JobID: j.ID, Node: j.BatchHost, Start: now, End: now}}); err != nil {

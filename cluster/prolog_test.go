@@ -79,8 +79,9 @@ echo "$(id -u) $SLURM_JOB_ID $SLURM_SCRIPT_CONTEXT" > `+hooks+`/epilog.$SLURM_JO
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if j := waitJob(t, cl, id, api.StatePending); j.Restarts != 1 {
-		t.Errorf("requeued job: Restarts=%d, want 1", j.Restarts)
+	// Requeued held, as Slurm does unless nohold_on_prolog_fail.
+	if j := waitJob(t, cl, id, api.StatePending); j.Restarts != 1 || j.Hold != api.HoldRequeue || j.Reason != api.ReasonRequeueHeld {
+		t.Errorf("requeued job: Restarts=%d Hold=%q Reason=%q, want 1, requeue, %q", j.Restarts, j.Hold, j.Reason, api.ReasonRequeueHeld)
 	}
 	if _, err := os.Stat(filepath.Join(hooks, "epilog."+strconv.FormatUint(id, 10))); err == nil {
 		t.Error("epilog ran for a job that never started")
@@ -90,6 +91,9 @@ echo "$(id -u) $SLURM_JOB_ID $SLURM_SCRIPT_CONTEXT" > `+hooks+`/epilog.$SLURM_JO
 	os.Remove(failFlag)
 	if err := cl.Update(ctx, api.UpdateRequest{Nodes: []string{"node1"}, Set: map[string]string{"State": "RESUME"}}); err != nil {
 		t.Fatal(err)
+	}
+	if res, err := cl.JobControl(ctx, api.JobControlRequest{Action: "release", JobIDs: []uint64{id}}); err != nil || res[0].Error != "" {
+		t.Fatalf("release: %v %+v", err, res)
 	}
 	j := waitJob(t, cl, id, api.StateCompleted)
 	if j.ExitCode != 0 || j.Restarts != 1 {

@@ -43,6 +43,9 @@ func (v *schedView) overlay(j *api.Job) {
 	if r.Reason != "" {
 		j.Reason = r.Reason
 	}
+	if j.Hold == api.HoldRequeue {
+		j.Reason = api.ReasonRequeueHeld
+	}
 	j.Priority = r.Priority
 	j.ExpectedStart = r.ExpectedStart
 	j.SchedNodes = r.ExpectedNodes

@@ -169,6 +169,9 @@ type Job struct {
 	// TimedOut is set when the job ran past its time limit and the
 	// controller had it killed; it then ends TIMEOUT.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// RequeueHold is set on a job being requeued because its prolog failed:
+	// back in the queue it is held (Hold = HoldRequeue).
+	RequeueHold bool `json:"requeue_hold,omitempty"`
 	// RequeueDelay is set on a job preempted with PreemptMode=REQUEUE: once
 	// back in the queue it waits 121 s before it may start again.
 	RequeueDelay bool `json:"requeue_delay,omitempty"`
@@ -185,7 +188,8 @@ type Job struct {
 	// id is its first task's job id.
 	ArrayJobID  uint64 `json:"array_job_id,omitempty"`
 	ArrayTaskID int    `json:"array_task_id,omitempty"`
-	// Hold is "" (not held), "user" (JobHeldUser) or "admin" (JobHeldAdmin).
+	// Hold is "" (not held), "user" (JobHeldUser), "admin" (JobHeldAdmin)
+	// or HoldRequeue.
 	Hold string `json:"hold,omitempty"`
 	// Restarts counts requeues (scontrol requeue, preemption).
 	Restarts int `json:"restarts,omitempty"`
@@ -355,6 +359,13 @@ type CancelRequest struct {
 	// children only) or SignalFull (-f: both).
 	Scope string `json:"scope,omitempty"`
 }
+
+// HoldRequeue is the hold of a job requeued because its prolog failed; its
+// reason is ReasonRequeueHeld, and scontrol release lifts it.
+const (
+	HoldRequeue       = "requeue"
+	ReasonRequeueHeld = "launch failed requeued held"
+)
 
 // Scopes of a CancelRequest's signal.
 const (
