@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +38,15 @@ type labT struct {
 // stderr and the exit status.
 func (l *labT) run(uid int, dir string, args ...string) (string, string, int) {
 	l.t.Helper()
+	return l.runInput(uid, dir, nil, args...)
+}
+
+// runInput is run with stdin as the command's standard input (nil:
+// /dev/null).
+func (l *labT) runInput(uid int, dir string, stdin io.Reader, args ...string) (string, string, int) {
+	l.t.Helper()
 	cmd := exec.Command(l.bin, args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Stdin = dir, stdin
 	cmd.Env = append(os.Environ(), "HPC_DIR="+l.dir)
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}

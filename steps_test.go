@@ -440,17 +440,7 @@ func TestLabSteps(t *testing.T) {
 		// with --input=N, none with --input=none; a batch script's srun
 		// (stdin /dev/null) gives its tasks /dev/null.
 		run := func(stdin string, args ...string) (string, string, int) {
-			cmd := exec.Command(l.bin, args...)
-			cmd.Dir, cmd.Env = rootDir, append(os.Environ(), "HPC_DIR="+l.dir)
-			cmd.Stdin = strings.NewReader(stdin)
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			err := cmd.Run()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
-			return out.String(), errb.String(), code
+			return l.runInput(0, rootDir, strings.NewReader(stdin), args...)
 		}
 		big := strings.Repeat("0123456789abcdef", 16<<10) // 256 KiB: many pieces
 		out, errs, code := run("hello\n"+big, "srun", "-N2", "-n2", "-l", "sh", "-c", "read x; echo $x; wc -c")

@@ -124,7 +124,11 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mine := allocOn(&j, d.o.Name)
-	tmp, scratch, serr := d.jobRunStorage(&j) // jobstorage.go
+	tmp, scratch, serr := d.jobRunStorage(&j)                                     // jobstorage.go
+	img, ierr := batchImage(&j, filepath.Dir(filepath.Dir(script)), tmp, scratch) // container.go
+	if serr == nil {
+		serr = ierr
+	}
 	spec := exec.StepSpec{
 		ID:       fmt.Sprintf("%d.batch", j.ID),
 		Argv:     []string{"/bin/sh", script},
@@ -138,7 +142,7 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		CPUIDs:   mine.CPUIDs,
 		MemMB:    mine.MemMB,
 		Devices:  d.gresDevices(mine),
-		Image:    batchImage(&j, filepath.Dir(filepath.Dir(script)), tmp, scratch), // container.go
+		Image:    img,
 	}
 	spec.Env = d.stepEnv(&j, j.Spec.Env, envSlot{
 		masterAddr: d.nodeAddr(j.BatchHost), masterPort: d.masterPort(j.ID),

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"hpc/cluster/api"
+	"hpc/cluster/config"
 	"hpc/cluster/hostlist"
 )
 
@@ -398,36 +399,12 @@ func (d *Daemon) gresDevices(mine api.NodeAlloc) []string {
 //
 // A relative path is taken from the lab's root; unset keys mean <root>/home,
 // <root>/scratch and <root>/project.
-type storageAreas struct {
-	home, scratch, project string
-}
-
-// labStorage reads the storage areas from the config (hpc's own keys, kept
-// in Raw) for the lab whose root is dir.
-func labStorage(raw map[string]string, dir string) storageAreas {
-	get := func(key, def string) string {
-		for k, v := range raw {
-			if strings.EqualFold(k, key) && strings.TrimSpace(v) != "" {
-				v = strings.TrimSpace(v)
-				if !filepath.IsAbs(v) {
-					v = filepath.Join(dir, v)
-				}
-				return filepath.Clean(v)
-			}
-		}
-		return filepath.Join(dir, def)
-	}
-	return storageAreas{
-		home:    get("HpcHomeDir", "home"),
-		scratch: get("HpcScratchDir", "scratch"),
-		project: get("HpcProjectDir", "project"),
-	}
-}
+type storageAreas struct{ config.Storage }
 
 // storage is this node's view of the lab's storage areas; the lab's root
 // is the parent of the node's state directory.
 func (d *Daemon) storage() storageAreas {
-	return labStorage(d.cfg.Raw, filepath.Dir(d.o.Dir))
+	return storageAreas{d.cfg.Storage(filepath.Dir(d.o.Dir))}
 }
 
 // safeName is a user or group name as a directory name, else the id.
@@ -440,11 +417,11 @@ func safeName(name string, id uint32) string {
 
 // scratchDir is a user's $SCRATCH and projectDir a group's $PROJECT.
 func (s storageAreas) scratchDir(j *api.Job) string {
-	return filepath.Join(s.scratch, safeName(j.User, j.UID))
+	return filepath.Join(s.Scratch, safeName(j.User, j.UID))
 }
 
 func (s storageAreas) projectDir(j *api.Job) string {
-	return filepath.Join(s.project, safeName(j.Group, j.GID))
+	return filepath.Join(s.Project, safeName(j.Group, j.GID))
 }
 
 // makeArea makes a storage area with its mode (the sticky and setgid bits

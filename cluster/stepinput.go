@@ -63,15 +63,8 @@ func (d *Daemon) handleStepInput(w http.ResponseWriter, r *http.Request, id Iden
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
-	d.steps.mu.Lock()
-	l := d.steps.launches[stepKey{in.JobID, in.StepID}]
-	d.steps.mu.Unlock()
-	switch {
-	case l == nil:
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
-		return
-	case id.UID != 0 && id.UID != l.uid:
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
+	l := d.ownLaunch(w, id, in.JobID, in.StepID)
+	if l == nil {
 		return
 	}
 	var wg sync.WaitGroup

@@ -381,15 +381,8 @@ func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id Ide
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
-	d.steps.mu.Lock()
-	l := d.steps.launches[stepKey{req.JobID, req.StepID}]
-	d.steps.mu.Unlock()
-	switch {
-	case l == nil:
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
-		return
-	case id.UID != 0 && id.UID != l.uid:
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
+	l := d.ownLaunch(w, id, req.JobID, req.StepID)
+	if l == nil {
 		return
 	}
 	if req.Signal == int(syscall.SIGKILL) {
@@ -397,6 +390,23 @@ func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id Ide
 	}
 	d.signalStep(r.Context(), l.nodes, req)
 	writeJSON(w, struct{}{})
+}
+
+// ownLaunch returns the step this node runs for srun if the caller may act
+// on it; otherwise it answers with the error and returns nil.
+func (d *Daemon) ownLaunch(w http.ResponseWriter, id Identity, job uint64, step uint32) *launch {
+	d.steps.mu.Lock()
+	l := d.steps.launches[stepKey{job, step}]
+	d.steps.mu.Unlock()
+	switch {
+	case l == nil:
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
+		return nil
+	case id.UID != 0 && id.UID != l.uid:
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
+		return nil
+	}
+	return l
 }
 
 // signalStep sends a step signal to its nodes.
@@ -655,10 +665,15 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	if workDir == "" {
 		workDir = j.Spec.WorkDir
 	}
+	img, err := stepImage(j, req.Env, tmp, scratch) // container.go
+	if err != nil {
+		end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
+		return
+	}
 	spec := exec.StepSpec{
 		ID: fmt.Sprintf("%d.%d", j.ID, s.ID), UID: j.UID, GID: j.GID, WorkDir: workDir,
 		CPUs: cpus, CPUIDs: mine.CPUIDs, MemMB: mine.MemMB, Tasks: tasks, Devices: d.gresDevices(mine),
-		Image: stepImage(j, req.Env, tmp, scratch), // container.go
+		Image: img,
 		OnTaskEnd: func(i int, r exec.TaskResult) {
 			_ = out.send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal}})
 		},
@@ -975,14 +990,14 @@ func (d *Daemon) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err er
 		return "", "", fmt.Errorf("cannot make the job's TMPDIR: %w", err)
 	}
 	areas := d.storage()
-	if err := makeArea(areas.scratch, os.ModeSticky|0o777); err != nil {
+	if err := makeArea(areas.Scratch, os.ModeSticky|0o777); err != nil {
 		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
 	}
 	scratch = areas.scratchDir(j)
 	if err := makeOwnedDir(scratch, j.UID, j.GID, 0o700, true); err != nil {
 		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
 	}
-	if err := makeArea(areas.project, 0o755); err != nil {
+	if err := makeArea(areas.Project, 0o755); err != nil {
 		return "", "", fmt.Errorf("cannot make PROJECT: %w", err)
 	}
 	// Only root makes directories in the project area: one that is there

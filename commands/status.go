@@ -62,9 +62,9 @@ func statusCommand() *cli.Command {
 
 // localStorage finds the storage areas of the lab on this machine whose
 // nodes the commands talk to (the first lab directory with node sockets).
-func localStorage() (storageAreas, bool) {
+func localStorage() (config.Storage, bool) {
 	if os.Getenv("HPC_SOCKET") != "" {
-		return storageAreas{}, false
+		return config.Storage{}, false
 	}
 	for _, dir := range clientDirs() {
 		if len(sockets(dir)) == 0 {
@@ -72,11 +72,11 @@ func localStorage() (storageAreas, bool) {
 		}
 		cfg, err := config.Load(filepath.Join(dir, "slurm.conf"))
 		if err != nil {
-			return storageAreas{}, false
+			return config.Storage{}, false
 		}
-		return labStorage(cfg.Raw, dir), true
+		return cfg.Storage(dir), true
 	}
-	return storageAreas{}, false
+	return config.Storage{}, false
 }
 
 func statusFailed(err error) error {

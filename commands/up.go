@@ -96,7 +96,7 @@ func runUp(c *cli.Context) error {
 	if err := ensureKey(l, c.String("key-file")); err != nil {
 		return cli.Exit("hpc: error: "+err.Error(), 1)
 	}
-	if err := makeStorage(labStorage(cfg.Raw, dir)); err != nil {
+	if err := makeStorage(cfg.Storage(dir)); err != nil {
 		return cli.Exit("hpc: error: storage areas: "+err.Error(), 1)
 	}
 	exe, err := os.Executable()
@@ -390,7 +390,7 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 		fmt.Printf("Job steps run as: %s\n", st.ExecMode)
 	}
 	fmt.Println()
-	printStorage(labStorage(cfg.Raw, l.dir))
+	printStorage(cfg.Storage(l.dir))
 	fmt.Println()
 	if exe, err := os.Executable(); err == nil {
 		exe, _ = filepath.EvalSymlinks(exe)
@@ -415,32 +415,6 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 
 // ---- storage areas ----
 
-// storageAreas are the lab's home, scratch and project areas, shared by
-// every node. The daemons read the same keys (cluster/stepenv.go, where
-// what each area holds is described); keep the two in step.
-type storageAreas struct {
-	home, scratch, project string
-}
-
-// labStorage reads the areas from the config of the lab whose root is
-// dir: HpcHomeDir, HpcScratchDir and HpcProjectDir (a relative path is
-// taken from the root), else <root>/home, <root>/scratch, <root>/project.
-func labStorage(raw map[string]string, dir string) storageAreas {
-	get := func(key, def string) string {
-		for k, v := range raw {
-			if strings.EqualFold(k, key) && strings.TrimSpace(v) != "" {
-				v = strings.TrimSpace(v)
-				if !filepath.IsAbs(v) {
-					v = filepath.Join(dir, v)
-				}
-				return filepath.Clean(v)
-			}
-		}
-		return filepath.Join(dir, def)
-	}
-	return storageAreas{home: get("HpcHomeDir", "home"), scratch: get("HpcScratchDir", "scratch"), project: get("HpcProjectDir", "project")}
-}
-
 // storageConf is the commented storage block of the config `hpc up` writes.
 func storageConf(dir string) string {
 	return fmt.Sprintf(`
@@ -464,11 +438,11 @@ HpcProjectDir=%s
 
 // makeStorage makes the areas that are missing: home and project 0755,
 // scratch sticky and world-writable. Existing ones are left as they are.
-func makeStorage(a storageAreas) error {
+func makeStorage(a config.Storage) error {
 	for _, area := range []struct {
 		dir  string
 		mode os.FileMode
-	}{{a.home, 0o755}, {a.scratch, os.ModeSticky | 0o777}, {a.project, 0o755}} {
+	}{{a.Home, 0o755}, {a.Scratch, os.ModeSticky | 0o777}, {a.Project, 0o755}} {
 		if fi, err := os.Stat(area.dir); err == nil {
 			if !fi.IsDir() {
 				return fmt.Errorf("%s is not a directory", area.dir)
@@ -486,10 +460,10 @@ func makeStorage(a storageAreas) error {
 }
 
 // printStorage shows the areas (hpc up's summary, hpc status).
-func printStorage(a storageAreas) {
+func printStorage(a config.Storage) {
 	fmt.Println("Storage (the same directories on every node):")
-	fmt.Printf("  home     %s\n", a.home)
-	fmt.Printf("  scratch  %s   ($SCRATCH is scratch/<user>, kept)\n", a.scratch)
-	fmt.Printf("  project  %s   ($PROJECT is project/<group>, shared by the group)\n", a.project)
+	fmt.Printf("  home     %s\n", a.Home)
+	fmt.Printf("  scratch  %s   ($SCRATCH is scratch/<user>, kept)\n", a.Scratch)
+	fmt.Printf("  project  %s   ($PROJECT is project/<group>, shared by the group)\n", a.Project)
 	fmt.Println("  $TMPDIR  private to each job on each node, removed when the job ends")
 }

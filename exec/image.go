@@ -77,11 +77,10 @@ type Image struct {
 	// environment); its mounts and root.readonly are ignored too (the root
 	// is always read-only, and mounts come from Mounts).
 	Path string
-	// Mounts is --container-mounts' value, a comma-separated list of
-	// SRC[:DST[:FLAGS]], DST defaulting to SRC and FLAGS being "ro" or
-	// "rw" (pyxis joins flags with '+'). Paths must be absolute. It is
+	// Mounts are --container-mounts' entries (jobspec parses the option):
+	// host paths bound into the image. Paths must be absolute; they are
 	// checked here, on the node, whatever the client checked.
-	Mounts string
+	Mounts []Mount
 	// WorkDir is where the step's processes start in the image
 	// (--container-workdir); empty means the step's WorkDir, which is
 	// bound at its own path.
@@ -124,37 +123,14 @@ func (e *ImageError) Error() string {
 
 func (e *ImageError) Unwrap() error { return e.Err }
 
-// ParseMounts reads --container-mounts' value: SRC[:DST[:FLAGS]] entries
-// separated by commas, FLAGS being "ro" or "rw", or several of those joined
-// with '+' (the last wins). Both paths must be absolute.
-func ParseMounts(s string) ([]Mount, error) {
-	if s == "" {
-		return nil, nil
-	}
+// checkMounts checks the user's mounts (already parsed from
+// --container-mounts by the caller): absolute paths, nothing over what the
+// step gets of its own; an empty Destination means Source.
+func checkMounts(ms []Mount) ([]Mount, error) {
 	var out []Mount
-	for _, entry := range strings.Split(s, ",") {
+	for _, m := range ms {
 		bad := func(why string) error {
-			return &ImageError{What: "container mount", Path: fmt.Sprintf("%q", entry), Err: errors.New(why)}
-		}
-		parts := strings.Split(entry, ":")
-		if len(parts) > 3 {
-			return nil, bad("expected SRC[:DST[:ro|rw]]")
-		}
-		m := Mount{Source: parts[0]}
-		if len(parts) > 1 {
-			m.Destination = parts[1]
-		}
-		if len(parts) > 2 {
-			for _, f := range strings.Split(parts[2], "+") {
-				switch f {
-				case "ro":
-					m.ReadOnly = true
-				case "rw":
-					m.ReadOnly = false
-				default:
-					return nil, bad(fmt.Sprintf("unknown flag %q (ro or rw)", f))
-				}
-			}
+			return &ImageError{What: "container mount", Path: fmt.Sprintf("%q", m.Source+":"+m.Destination), Err: errors.New(why)}
 		}
 		if m.Destination == "" {
 			m.Destination = m.Source
@@ -210,7 +186,7 @@ func (e *Executor) prepareImage(spec *StepSpec) error {
 	if img.WorkDir != "" && !filepath.IsAbs(img.WorkDir) {
 		return &ImageError{What: "container workdir", Path: img.WorkDir, Err: errors.New("not an absolute path")}
 	}
-	mounts, err := ParseMounts(img.Mounts)
+	mounts, err := checkMounts(img.Mounts)
 	if err != nil {
 		return err
 	}

@@ -451,3 +451,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestStorage(t *testing.T) {
+	c, err := Parse(strings.NewReader(minimal + "HpcScratchDir=/fast/scratch\nHpcProjectDir=shared/projects\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Storage("/var/lib/hpc")
+	want := Storage{Home: "/var/lib/hpc/home", Scratch: "/fast/scratch", Project: "/var/lib/hpc/shared/projects"}
+	if got != want {
+		t.Errorf("Storage = %+v, want %+v", got, want)
+	}
+}
