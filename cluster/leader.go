@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -30,6 +31,9 @@ func (d *Daemon) leaderLoop() {
 			return
 		case l := <-d.raft.LeaderCh():
 			leading = l
+			// A new term may follow changes this node did not plan for:
+			// its first pass plans afresh.
+			d.view.planner.reset()
 			if l {
 				// A new leader applies everything committed before it acts.
 				if err := d.raft.Barrier(applyTimeout).Error(); err != nil {
@@ -110,13 +114,17 @@ func (d *Daemon) reconcileNodes() {
 
 // schedule runs one scheduling pass and commits its decisions: starts,
 // and preemptions of the running jobs those starts need. Priorities,
-// reasons and expected starts stay in the leader's view (schedView).
+// reasons and expected starts stay in the leader's view (schedView). The
+// pass is the leader's planner's (planner.go): what sched.Schedule would
+// decide, worked out from the last pass where little changed.
 func (d *Daemon) schedule() {
 	now := d.now()
 	snap, jobs, throttled := d.snapshot(now)
 	var res sched.Result
 	if len(snap.Pending) > 0 {
-		res = sched.Schedule(snap)
+		res = d.view.planner.plan(snap)
+		// The planner owns its lists: extend a copy.
+		res.Jobs = slices.Clip(res.Jobs)
 	}
 	for id := range throttled {
 		res.Jobs = append(res.Jobs, sched.JobResult{JobID: id, Reason: "JobArrayTaskLimit"})

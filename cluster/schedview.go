@@ -26,6 +26,9 @@ type schedView struct {
 	// usage caches past usage from accounting for fair-share.
 	usage     []sched.Usage
 	usageTime time.Time
+	// planner is the leader's scheduler between passes (planner.go); the
+	// leader's loop alone uses it, without mu.
+	planner leaderPlanner
 }
 
 func newSchedView() *schedView {

@@ -299,6 +299,14 @@ func startDaemon(l lab, exe, name, join string, plain bool) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
+	// Start returns as the child's execve begins to replace it; its
+	// command line (what running checks) appears a moment later, so a
+	// busy machine could see a daemon that is still starting as gone.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)); err != nil || strings.Contains(string(b), "daemon") {
+			break
+		}
+	}
 	if err := os.WriteFile(l.pidPath(name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		return err
 	}

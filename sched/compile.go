@@ -85,6 +85,10 @@ type runInfo struct {
 	devs   [][maxPools]uint64
 	tres   TRES
 	gone   bool
+	// usage is the job's decayed usage as of usageAt, for fair-share.
+	usage   float64
+	usageAt int64
+	usageOK bool
 }
 
 // nstate is what changes on a node during a pass.
@@ -137,6 +141,16 @@ type pass struct {
 
 	run      []runInfo
 	nodeRuns [][]int32
+	// runDue is each running job's end time (0: none), by p.run index.
+	runDue []int64
+	// runSum is the running jobs' usage by association as of runSumAt;
+	// runStale marks the sums to work out again.
+	runSum      []float64
+	runSumAt    int64
+	runStale    []bool
+	runAnyStale bool
+	// beginAt is the earliest --begin of the jobs waiting for it.
+	beginAt int64
 
 	// ns is the nodes' changing state, idx its index.
 	ns  []nstate
@@ -151,7 +165,9 @@ type pass struct {
 	queueBuf   []qent
 	res        Result
 
-	passNo        int64
+	passNo int64
+	// walkHorizon is the planning horizon of the last walk.
+	walkHorizon   int64
 	reservations  int
 	hadPreemption bool
 	rp            *replay
@@ -174,6 +190,11 @@ type pass struct {
 	// shape that would run as long or longer cannot start either.
 	shapes map[shapeKey]int32
 	failed []int64 // by shape*len(parts)+partition; 0: no entry
+	// shapeReq is the request of each shape (any of its jobs').
+	shapeReq []request
+
+	// multi caches multiPool by GRES name and type.
+	multi map[[2]int32]bool
 }
 
 func secs(t time.Time) int64 {
@@ -192,7 +213,7 @@ func dur(d time.Duration) int64 {
 }
 
 func newPass(s *Snapshot) *pass {
-	p := &pass{s: s, now: s.Now.Unix()}
+	p := &pass{s: s, now: s.Now.Unix(), beginAt: forever}
 	c := &s.Config
 	p.ageMax = float64(dur(c.PriorityMaxAge))
 	if p.ageMax == 0 {
@@ -382,11 +403,10 @@ func (p *pass) compileParts() {
 	}
 }
 
-// touch saves node n's state before a walk first changes it (grows: the
-// change gives resources back).
-func (p *pass) touch(n int32, grows bool) {
+// touch saves node n's state before a walk first changes it.
+func (p *pass) touch(n int32) {
 	if p.rp != nil {
-		p.rp.touch(n, grows)
+		p.rp.touch(n)
 	}
 	if !p.undoing {
 		return
@@ -511,6 +531,7 @@ func (p *pass) applyRunning() {
 		p.ns[i].dl = forever
 	}
 	p.run = make([]runInfo, len(p.s.Running))
+	p.runDue = make([]int64, len(p.s.Running))
 	for ri := range p.s.Running {
 		p.addRun(int32(ri), nil)
 	}
@@ -529,6 +550,7 @@ func (p *pass) addRun(ri int32, keep func(n int32)) {
 	rj := &p.s.Running[ri]
 	r := &p.run[ri]
 	*r = runInfo{spec: rj, start: secs(rj.StartTime), end: forever}
+	p.runDue[ri] = secs(rj.EndTime)
 	if !rj.EndTime.IsZero() {
 		r.end = max(rj.EndTime.Unix(), p.now+1)
 	}

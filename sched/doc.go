@@ -90,14 +90,19 @@
 //
 // A Planner keeps the compiled state (jobs, priorities, queue, nodes and
 // the last pass's decisions) between passes and takes changes as a Delta
-// (jobs ended, started, submitted, removed; time). Its next pass replays
-// the last one: nodes whose state differs between the two walks are
-// tracked (with their old state), and a job keeps its last decision when
-// nothing it depends on differs (see replay.go); the rest are decided
-// afresh. Plan always equals a fresh Schedule of the planner's snapshot
-// (tested on random changes, and the bookkeeping is checked node by node).
-// It needs priorities that hold still between passes: set
-// PriorityCalcPeriod (Slurm recalculates priorities only that often too)
-// or use priority/basic; a new period, a change of fair-share, a pass that
-// preempted, or Reset make the next pass a full one.
+// (jobs ended, started, submitted, removed; time) and SetUsage. Its next
+// pass replays the last one: nodes whose state differs between the two
+// walks are tracked (with their old state), and a job keeps its last
+// decision when nothing it depends on differs (see replay.go); the rest are
+// decided afresh. A reservation search keeps the spans that start a little
+// past its outcome, so that the next pass works out the same search from
+// them and the delta nodes alone, kept or moved, mostly without going
+// over all nodes again. Plan always equals a fresh Schedule of the
+// planner's snapshot (tested on random changes, and the bookkeeping is
+// checked node by node); Schedule does not depend on the order of the
+// snapshot's lists (fair-share sums running jobs' usage smallest first), so
+// neither does a Planner. It needs priorities that hold still between
+// passes: set PriorityCalcPeriod (Slurm recalculates priorities only that
+// often too) or use priority/basic; a new period, a change of fair-share,
+// a pass that preempted, or Reset make the next pass a full one.
 package sched

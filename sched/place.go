@@ -250,6 +250,19 @@ func (p *pass) placeNow(j *jobInfo, pi int32, end int64) ([]piece, bool) {
 	return p.split(r, chosen, need, excl, p.now, end)
 }
 
+// placeMonotone reports whether placeNow for job j, having failed, fails
+// again after nodes only lost room (or time moved on): it fails just when
+// the nodes together cannot hold the job. That is not so where it picks a
+// fixed count of nodes by first fit among the first that add up to the
+// job (pickCount) and a node must take more than one task: nodes that lose
+// room early in the order let it reach roomier ones.
+func (p *pass) placeMonotone(r *request) bool {
+	if r.nodes == 0 || r.tasks <= r.nodes {
+		return true
+	}
+	return len(p.topo.sw) > 0 && r.nodes > 1 && len(r.want) == 0
+}
+
 // pickCount chooses need nodes from cands (the first fixed ones always)
 // whose room adds up to tasks: the first in order when they suffice, else
 // the roomiest.
@@ -317,7 +330,7 @@ func (p *pass) take(pieces []piece, end int64) [][maxPools]uint64 {
 	for i := range pieces {
 		pc := &pieces[i]
 		n := pc.n
-		p.touch(n, false)
+		p.touch(n)
 		for k := 0; k < p.nodes[n].npool; k++ {
 			if pc.d.g[k] > 0 {
 				devs[i][k] = pickDevices(p.ns[n].dev[k], pc.d.g[k])
@@ -333,7 +346,7 @@ func (p *pass) take(pieces []piece, end int64) [][maxPools]uint64 {
 func (p *pass) reserve(pieces []piece, t, end int64) {
 	for i := range pieces {
 		pc := &pieces[i]
-		p.touch(pc.n, false)
+		p.touch(pc.n)
 		p.ns[pc.n].reserveOn(&pc.d, t, end)
 		p.refresh(pc.n)
 	}
@@ -463,17 +476,83 @@ func (p *pass) shape(j *jobInfo, pi int32, excl bool) (k, q int32, ok bool) {
 	return k, q, true
 }
 
-// planStat is what a plan saw, so that a Planner can tell later whether a
-// change could alter its outcome.
+// planStat is what a plan saw, so that a Planner can work out later what
+// the same search would give after a change (see replay.quickPlan).
 type planStat struct {
-	part    int32
-	found   bool
-	t       int64
-	k       int32
-	cAt     int32 // nodes free for the job together at t
-	mBefore int32 // most nodes free together before t (by the horizon when none found)
-	last    int32 // highest node position picked
-	exact   bool  // the plan is first fit by count (no tree, no -w)
+	part  int32
+	found bool
+	t     int64
+	// k is the job's node count there (0: the job cannot be planned
+	// there at all).
+	k int32
+	// capped: the search gave up after too many failed picks; clean:
+	// no pick failed before the outcome.
+	capped, clean bool
+	// spans: the nodes' spans decide the plan (see pass.spansDecide).
+	spans bool
+	// early holds every span the search saw that starts by bound (a
+	// search for one node: every node's first span), when there are at
+	// most maxEarly; else nil. The outcome follows from them when it is
+	// found by bound, or when bound is the horizon.
+	early []span
+	bound int64
+	// late: a Planner knows only that the search does not place the job
+	// by bound (what it does after is not known).
+	late bool
+}
+
+// Sizes of planStat.early: it reaches earlySpare starts past the outcome,
+// so that a Planner can follow a plan that moves later, and holds at most
+// maxEarly spans.
+const (
+	earlySpare = 16
+	maxEarly   = 2048
+)
+
+// spansDecide reports whether job j's fit on a node over a stretch of time
+// is decided by whether it fits at every moment of it. That holds unless a
+// GRES need can be served by two pools of one node: the least of each pool
+// over a stretch may then serve it less than every moment does (and which
+// pools a piece draws from depends on more than the fit).
+func (p *pass) spansDecide(j *jobInfo) bool {
+	r := &j.req
+	if r.overlap {
+		return false
+	}
+	for k := range r.gres {
+		if p.multiPool(r.gres[k].name, r.gres[k].typ) {
+			return false
+		}
+	}
+	return true
+}
+
+// multiPool reports whether some node has two pools that can serve a GRES
+// need of name and typ.
+func (p *pass) multiPool(name, typ int32) bool {
+	key := [2]int32{name, typ}
+	if v, ok := p.multi[key]; ok {
+		return v
+	}
+	if p.multi == nil {
+		p.multi = map[[2]int32]bool{}
+	}
+	v := false
+	for n := range p.nodes {
+		node := &p.nodes[n]
+		c := 0
+		for k := 0; k < node.npool; k++ {
+			if node.pools[k].matches(name, typ) {
+				c++
+			}
+		}
+		if c > 1 {
+			v = true
+			break
+		}
+	}
+	p.multi[key] = v
+	return v
 }
 
 // plan finds the earliest time within the backfill window at which job j
@@ -483,14 +562,13 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 	r := &j.req
 	excl := r.excl || p.parts[pi].excl
 	part := &p.parts[pi]
-	st := planStat{part: pi, last: -1}
+	st := planStat{part: pi, spans: true, clean: true, bound: p.horizon(), early: []span{}}
 	k, q, ok := p.shape(j, pi, excl)
 	if !ok {
-		st.exact = true
 		return 0, nil, st
 	}
 	st.k = k
-	st.exact = len(r.want) == 0 && (k == 1 || len(p.topo.sw) == 0)
+	st.spans = p.spansDecide(j)
 	horizon := p.horizon()
 	if k == 1 && len(r.want) == 0 {
 		return p.planOne(j, pi, dur, q, excl, st)
@@ -498,7 +576,6 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 	spans := make([]span, 0, len(part.nodes))
 	var cur *nodeInfo
 	fits := func(a *vec) bool { return r.capOn(cur, a, excl) >= q }
-	wantLeft := int32(len(r.want))
 	for _, n := range part.nodes {
 		if !p.eligibleNode(r, pi, n) {
 			continue
@@ -511,8 +588,16 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 		want := len(r.want) > 0 && slices.Contains(r.want, n)
 		spans = p.ns[n].spans(spans, n, want, p.now, horizon, dur, fits, false)
 	}
-	// Sweep the spans in time order: the first moment enough nodes (and
-	// all -w nodes) are free together.
+	return p.sweep(j, spans, k, q, dur, excl, st, true)
+}
+
+// sweep goes through spans (in node order) in time order and places job j
+// the first moment enough nodes (and all -w nodes) are free together and
+// a pick among them works. With keep it also fills st.early and st.bound.
+func (p *pass) sweep(j *jobInfo, spans []span, k, q int32, dur int64, excl bool, st planStat, keep bool) (int64, []piece, planStat) {
+	r := &j.req
+	pi := st.part
+	horizon := p.horizon()
 	keys := make([]int64, 0, 2*len(spans))
 	for si, sp := range spans {
 		keys = append(keys, (sp.s-p.now)<<22|int64(si))
@@ -522,14 +607,11 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 	}
 	slices.Sort(keys)
 	var count, wants int32
+	wantLeft := int32(len(r.want))
 	others := k - wantLeft
 	tries := 0
-	var peakPrev, peakCur int32
-	curT := int64(-1)
-	for _, key := range keys {
-		if at := key >> 22; at != curT {
-			peakPrev, peakCur, curT = max(peakPrev, peakCur), count, at
-		}
+	st.found, st.capped, st.clean, st.t = false, false, true, 0
+	for x, key := range keys {
 		sp := &spans[key&(1<<21-1)]
 		if key&(1<<21) != 0 {
 			if sp.want {
@@ -544,36 +626,76 @@ func (p *pass) plan(j *jobInfo, pi int32, dur int64) (int64, []piece, planStat) 
 		} else {
 			count++
 		}
-		peakCur = max(peakCur, count)
 		if wants < wantLeft || count < others {
 			continue
 		}
 		t := sp.s
-		if pieces, cAt, ok := p.planAt(j, pi, spans, t, k, q, dur, excl); ok {
-			st.found, st.t, st.cAt, st.mBefore = true, t, cAt, peakPrev
-			for _, pc := range pieces {
-				st.last = max(st.last, pc.n)
+		if pieces, ok := p.planAt(j, pi, spans, t, k, q, dur, excl); ok {
+			st.found, st.t = true, t
+			if keep {
+				st.bound = horizon
+				more := 0
+				for _, key := range keys[x+1:] {
+					if key&(1<<21) != 0 {
+						continue
+					}
+					if s := spans[key&(1<<21-1)].s; s > t {
+						if more++; more == earlySpare {
+							st.bound = s - 1
+							break
+						}
+					}
+				}
+				st.early = earlySpans(spans, st.bound)
 			}
 			return t, pieces, st
 		}
+		st.clean = false
 		if tries++; tries >= 32 {
-			break
+			st.capped = true
+			st.early = nil
+			return 0, nil, st
 		}
 	}
-	st.mBefore = max(peakPrev, peakCur)
+	if keep {
+		st.bound = horizon
+		st.early = earlySpans(spans, horizon)
+	}
 	return 0, nil, st
+}
+
+// earlySpans copies the spans that start by bound (nil: too many).
+func earlySpans(spans []span, bound int64) []span {
+	c := 0
+	for i := range spans {
+		if spans[i].s <= bound {
+			c++
+		}
+	}
+	if c > maxEarly {
+		return nil
+	}
+	out := make([]span, 0, c)
+	for _, sp := range spans {
+		if sp.s <= bound {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
 
 // planOne is plan for a job on one node: the earliest start of any node,
 // the first node in order at that time. No sweep is needed: the nodes free
-// for it at that time are the ones whose first stretch starts then.
+// for it at that time are the ones whose first stretch starts then. It
+// keeps the earlySpare earliest first stretches in st.early.
 func (p *pass) planOne(j *jobInfo, pi int32, dur int64, q int32, excl bool, st planStat) (int64, []piece, planStat) {
 	r := &j.req
 	horizon := p.horizon()
-	best, bestN := int64(forever), int32(-1)
 	var buf [1]span
 	var node *nodeInfo
 	fits := func(a *vec) bool { return r.capOn(node, a, excl) >= q }
+	top := make([]span, 0, earlySpare+1) // earliest first spans, by start then node
+	cut := horizon
 	for _, n := range p.parts[pi].nodes {
 		if !p.eligibleNode(r, pi, n) {
 			continue
@@ -582,35 +704,52 @@ func (p *pass) planOne(j *jobInfo, pi int32, dur int64, q int32, excl bool, st p
 		if r.capOn(node, &node.total, excl) < q {
 			continue
 		}
-		s := int64(forever)
-		if sp := p.ns[n].spans(buf[:0], n, false, p.now, min(best, horizon), dur, fits, true); len(sp) > 0 {
-			s = sp[0].s
+		sp := p.ns[n].spans(buf[:0], n, false, p.now, cut, dur, fits, true)
+		if len(sp) == 0 || len(top) == earlySpare && sp[0].s >= cut {
+			continue
 		}
-		switch {
-		case s < best:
-			best, bestN, st.cAt = s, n, 1
-		case s == best && s < forever:
-			st.cAt++
+		i := sort.Search(len(top), func(x int) bool { return top[x].s > sp[0].s })
+		top = slices.Insert(top, i, sp[0])
+		if len(top) > earlySpare {
+			top = top[:earlySpare]
+		}
+		if len(top) == earlySpare {
+			cut = top[earlySpare-1].s
 		}
 	}
-	if bestN < 0 {
-		st.cAt = 0
+	st.bound = horizon
+	if len(top) == earlySpare {
+		st.bound = top[earlySpare-1].s - 1
+	}
+	return p.pickOne(j, pi, dur, excl, top, st)
+}
+
+// pickOne finishes planOne from the earliest first spans (by start, then
+// node), all those that start by st.bound.
+func (p *pass) pickOne(j *jobInfo, pi int32, dur int64, excl bool, top []span, st planStat) (int64, []piece, planStat) {
+	r := &j.req
+	st.early = top
+	for len(st.early) > 0 && st.early[len(st.early)-1].s > st.bound {
+		st.early = st.early[:len(st.early)-1]
+	}
+	st.found, st.t, st.clean = false, 0, true
+	if len(top) == 0 {
 		return 0, nil, st
 	}
+	best, bestN := top[0].s, top[0].n
 	end := p.endAt(best, dur)
 	a := p.ns[bestN].availOver(p.now, best, end)
 	d, ok := r.demand(&p.nodes[bestN], &a, r.tasks, excl)
 	if !ok {
-		st.cAt = 0
+		st.early, st.clean = nil, false
 		return 0, nil, st
 	}
-	st.found, st.t, st.last = true, best, bestN
+	st.found, st.t = true, best
 	return best, []piece{{n: bestN, tasks: r.tasks, d: d}}, st
 }
 
-// planAt picks nodes among the spans open at t and works out the pieces;
-// it also says how many nodes were free for the job at t.
-func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, dur int64, excl bool) ([]piece, int32, bool) {
+// planAt picks nodes among the spans open at t and works out the pieces.
+func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, dur int64, excl bool) ([]piece, bool) {
 	r := &j.req
 	var fixed, cands []cand
 	for _, sp := range spans {
@@ -635,11 +774,11 @@ func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, d
 		}
 		chosen, _ = p.topo.pick(p.nodes, cands, k, k*q, maxLeaves)
 		if chosen == nil {
-			return nil, 0, false
+			return nil, false
 		}
 	} else {
 		if int32(len(cands)) < rest {
-			return nil, 0, false
+			return nil, false
 		}
 		chosen = append(fixed, cands[:rest]...)
 		slices.SortFunc(chosen, func(a, b cand) int { return int(a.n) - int(b.n) })
@@ -658,10 +797,10 @@ func (p *pass) planAt(j *jobInfo, pi int32, spans []span, t int64, k, q int32, d
 		a := p.availOver(c.n, t, end)
 		d, ok := r.demand(&p.nodes[c.n], &a, take, excl)
 		if !ok {
-			return nil, 0, false
+			return nil, false
 		}
 		out = append(out, piece{n: c.n, tasks: take, d: d})
 		left -= take
 	}
-	return out, int32(len(cands) + len(fixed)), true
+	return out, true
 }

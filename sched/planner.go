@@ -37,9 +37,13 @@ type Planner struct {
 	hook  func(p *pass, ji int32) // for tests: see pass.hook
 }
 
-// plannerStats count what the planner did, for tests and benchmarks.
+// plannerStats count what the planner did, for tests and benchmarks:
+// passes (full, incremental), decisions kept and redone, and of the
+// reservation searches of redone jobs, those worked out from the last
+// walk's (replanned) and those searched over all nodes (searched).
 type plannerStats struct {
 	full, incremental, kept, redone int
+	replanned, searched             int
 }
 
 // Delta is a change to a Planner's snapshot.
@@ -160,6 +164,14 @@ func (pl *Planner) Reset(s Snapshot) {
 // lists: read it, do not change it.
 func (pl *Planner) Snapshot() Snapshot { return pl.s }
 
+// SetUsage replaces the snapshot's past usage (Snapshot.Usage), as a
+// controller that reads it from its accounting does: jobs that end then
+// count there rather than by Delta.Ended. Fair-share is worked out again in
+// the next pass; when it moves, that pass is a full one.
+func (pl *Planner) SetUsage(u []Usage) {
+	pl.s.Usage = slices.Clone(u)
+}
+
 // Plan runs a pass and returns what Schedule(pl.Snapshot()) returns. The
 // result's lists belong to the planner until the next Plan or Apply.
 func (pl *Planner) Plan() Result {
@@ -236,11 +248,20 @@ func (pl *Planner) Apply(d Delta) {
 		}
 	}
 	if live {
-		// Appends may have moved the lists.
-		p := pl.p
+		pl.fixSpecs()
+	}
+}
+
+// fixSpecs points the pass's jobs at the planner's lists again when an
+// append moved them.
+func (pl *Planner) fixSpecs() {
+	p := pl.p
+	if len(p.run) > 0 && len(pl.s.Running) >= len(p.run) && p.run[0].spec != &pl.s.Running[0] {
 		for i := range p.run {
 			p.run[i].spec = &pl.s.Running[i]
 		}
+	}
+	if len(p.jobs) > 0 && len(pl.s.Pending) >= len(p.jobs) && p.jobs[0].spec != &pl.s.Pending[0] {
 		for i := range p.jobs {
 			p.jobs[i].spec = &pl.s.Pending[i]
 		}
@@ -263,6 +284,7 @@ func (pl *Planner) endRunning(ri int32) {
 	}
 	p.release(ri, 1)
 	p.chargeNoLog(r.qos, r.user, r.assoc, &r.tres, -1)
+	p.staleRunning(r.assoc)
 	pl.dirty.mark(p, r.qos, r.user, r.assoc)
 }
 
@@ -285,8 +307,10 @@ func (pl *Planner) removeRunning(ri int32) {
 				}
 			}
 			p.run[ri] = p.run[last]
+			p.runDue[ri] = p.runDue[last]
 		}
 		p.run = p.run[:last]
+		p.runDue = p.runDue[:last]
 	}
 	if ri != last {
 		pl.s.Running[ri] = pl.s.Running[last]
@@ -303,8 +327,11 @@ func (pl *Planner) addRunning() {
 	p := pl.p
 	ri := int32(len(pl.s.Running) - 1)
 	p.run = append(p.run, runInfo{})
+	p.runDue = append(p.runDue, 0)
+	pl.fixSpecs()
 	p.addRun(ri, func(n int32) { pl.keep(n) })
 	r := &p.run[ri]
+	p.staleRunning(r.assoc)
 	pl.dirty.mark(p, r.qos, r.user, r.assoc)
 	for _, n := range r.nodes {
 		p.refresh(n)
@@ -370,9 +397,7 @@ func (pl *Planner) addPending() {
 	ji := int32(len(pl.s.Pending) - 1)
 	p.jobs = append(p.jobs, jobInfo{})
 	p.res.Jobs = append(p.res.Jobs, JobResult{})
-	for i := range p.jobs[:ji] {
-		p.jobs[i].spec = &pl.s.Pending[i]
-	}
+	pl.fixSpecs()
 	p.compileJob(ji)
 	p.jobPriority(&p.jobs[ji])
 	if p.prepareJob(ji) {
@@ -468,12 +493,12 @@ func (pl *Planner) incremental() bool {
 		}
 	}
 	// Running jobs past their end time are now expected to end now+1.
-	for ri := range p.run {
-		r := &p.run[ri]
-		if r.spec.EndTime.IsZero() {
+	for ri, due := range p.runDue {
+		if due == 0 || due > p.now {
 			continue
 		}
-		end := max(r.spec.EndTime.Unix(), p.now+1)
+		r := &p.run[ri]
+		end := max(due, p.now+1)
 		if end == r.end {
 			continue
 		}
@@ -492,9 +517,17 @@ func (pl *Planner) incremental() bool {
 		r.end = end
 	}
 	// Jobs whose begin time came join the queue.
-	for ji := range p.jobs {
-		j := &p.jobs[ji]
-		if j.reason == ReasonBeginTime && secs(j.spec.BeginTime) <= p.now {
+	if p.beginAt <= p.now {
+		p.beginAt = forever
+		for ji := range p.jobs {
+			j := &p.jobs[ji]
+			if j.reason != ReasonBeginTime {
+				continue
+			}
+			if secs(j.spec.BeginTime) > p.now {
+				p.beginAt = min(p.beginAt, secs(j.spec.BeginTime))
+				continue
+			}
 			p.eligibility(j)
 			p.jobPriority(j)
 			if p.prepareJob(int32(ji)) {

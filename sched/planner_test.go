@@ -104,6 +104,95 @@ func TestPlannerMatchesFreshPass(t *testing.T) {
 	}
 }
 
+// TestPlannerMatchesFreshPassMidSize drives mid-size clusters (flat or on
+// a switch tree, GPUs in one or two pools a node, some with preemption or a
+// small reservation cap, or none at all) mostly by one job ending at a time,
+// as the benchmark does, with commits, submissions and cancellations in
+// between; every pass must equal a fresh one.
+func TestPlannerMatchesFreshPassMidSize(t *testing.T) {
+	for seed := uint64(1); seed <= 16; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		spec := genSpec{nodes: 60 + rng.IntN(140), leafSize: []int{0, 8, 16}[rng.IntN(3)], fanout: 2 + rng.IntN(3),
+			gpuEvery: []int{0, 5, 10}[rng.IntN(3)], fill: 0.5 + rng.Float64()*0.45, pending: 200 + rng.IntN(600),
+			users: 20, accounts: 4, rich: rng.IntN(2) == 0}
+		s := generate(spec, seed)
+		more := generate(spec, seed+1000).Pending
+		s.Config.PriorityCalcPeriod = 5 * time.Minute
+		if seed%3 == 0 {
+			// Many running jobs past their time limit: expected to end
+			// at now+1, on many nodes at once, and again a second later
+			// each pass.
+			s.Now = s.Now.Add(3 * time.Hour)
+		}
+		switch seed % 5 {
+		case 0:
+			s.Config = Config{DefMemPerCPU: 500} // priority/basic: the horizon moves with now
+		case 1:
+			s.Config.BackfillMaxJobTest = 10 + rng.IntN(40)
+		case 2:
+			s.Config.BackfillMaxJobTest = -1
+		case 3:
+			s.Config.PreemptType = "preempt/qos"
+			s.Config.PreemptMode = PreemptCancel
+			s.QOS[1].Preempt = []string{"low"}
+		}
+		pl := NewPlanner(s)
+		nextID := uint64(5_000_000)
+		res := pl.Plan()
+		for step := 0; step < 20; step++ {
+			diffResults(t, fmt.Sprintf("seed %d step %d", seed, step), res, Schedule(pl.Snapshot()))
+			var d Delta
+			if rng.IntN(3) == 0 {
+				d, more = plannerStep(rng, pl, res, more, &nextID)
+			} else {
+				snap := pl.Snapshot()
+				d.Now = snap.Now.Add(time.Duration(rng.IntN(3)) * time.Second)
+				for _, st := range res.Starts {
+					rj := RunningJob{ID: st.JobID, StartTime: snap.Now, Alloc: st.Alloc, Partition: st.Partition}
+					if st.TimeLimit > 0 {
+						rj.EndTime = snap.Now.Add(st.TimeLimit)
+					}
+					d.Started = append(d.Started, rj)
+				}
+				d.Ended = []uint64{snap.Running[rng.IntN(len(snap.Running))].ID}
+			}
+			pl.Apply(d)
+			res = pl.Plan()
+		}
+		if testing.Verbose() {
+			t.Logf("seed %d: %+v", seed, pl.stats)
+		}
+	}
+}
+
+// TestPlannerHorizonMoves: without PriorityCalcPeriod the backfill window
+// runs from now, so it reaches further each pass; with a short window many
+// jobs find no reservation in it and may find one later.
+func TestPlannerHorizonMoves(t *testing.T) {
+	for seed := uint64(1); seed <= 12; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		spec := genSpec{nodes: 40 + rng.IntN(60), leafSize: []int{0, 8}[rng.IntN(2)], fanout: 2, gpuEvery: 5,
+			fill: 0.9, pending: 300, users: 12, accounts: 3}
+		s := generate(spec, seed)
+		s.Config = Config{DefMemPerCPU: 500, BackfillWindow: time.Duration(30+rng.IntN(90)) * time.Minute}
+		if seed%2 == 0 {
+			s.Config.PriorityWeightAge = 100 // multifactor: every pass a full one
+		}
+		pl := NewPlanner(s)
+		res := pl.Plan()
+		for step := 0; step < 25; step++ {
+			diffResults(t, fmt.Sprintf("seed %d step %d", seed, step), res, Schedule(pl.Snapshot()))
+			snap := pl.Snapshot()
+			d := Delta{Now: snap.Now.Add(time.Duration(1+rng.IntN(600)) * time.Second)}
+			if rng.IntN(2) == 0 {
+				d.Ended = []uint64{snap.Running[rng.IntN(len(snap.Running))].ID}
+			}
+			pl.Apply(d)
+			res = pl.Plan()
+		}
+	}
+}
+
 func TestPlannerOneJobEnds(t *testing.T) {
 	s := generate(genSpec{nodes: 200, leafSize: 16, fanout: 4, gpuEvery: 10, fill: 0.9, pending: 2000, users: 20, accounts: 4}, 3)
 	s.Config.PriorityCalcPeriod = 5 * time.Minute
@@ -121,7 +210,7 @@ func TestPlannerOneJobEnds(t *testing.T) {
 		diffResults(t, fmt.Sprintf("end %d", i), pl.Plan(), Schedule(pl.Snapshot()))
 	}
 	t.Logf("%+v", pl.stats)
-	if pl.stats.incremental < 20 || pl.stats.kept == 0 {
+	if pl.stats.incremental < 20 || pl.stats.kept == 0 || pl.stats.replanned == 0 {
 		t.Fatalf("the planner did not replay: %+v", pl.stats)
 	}
 }

@@ -10,7 +10,7 @@ import (
 func (p *pass) release(ri int32, sign int) {
 	r := &p.run[ri]
 	for i, n := range r.nodes {
-		p.touch(n, sign > 0)
+		p.touch(n)
 		amt := &r.amount[i]
 		if sign > 0 {
 			p.ns[n].free.add(amt)

@@ -1,7 +1,9 @@
 package sched
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -163,6 +165,63 @@ func decayed(c float64, a, b, at int64, h float64) float64 {
 	return c / k * (math.Exp(-k*float64(at-b)) - math.Exp(-k*float64(at-a)))
 }
 
+// runningUsage is the decayed usage of the running jobs by user
+// association, as of at. Each association's sum adds its jobs' usage from
+// the smallest up, so that it does not depend on the order of
+// Snapshot.Running. Sums are kept between calls of a Planner's passes and
+// worked out again for the associations it marks (runStale).
+func (p *pass) runningUsage(at int64) []float64 {
+	t := &p.tree
+	all := p.runSum == nil || p.runSumAt != at
+	if all {
+		p.runSum = make([]float64, len(t.nodes))
+		p.runStale = make([]bool, len(t.nodes))
+		p.runSumAt = at
+	} else if !p.runAnyStale {
+		return p.runSum
+	}
+	type use struct {
+		assoc int32
+		v     float64
+	}
+	var uses []use
+	for ri := range p.run {
+		r := &p.run[ri]
+		if r.assoc < 0 || t.nodes[r.assoc].user == "" || !all && !p.runStale[r.assoc] {
+			continue
+		}
+		if !r.usageOK || r.usageAt != at {
+			r.usage, r.usageAt, r.usageOK = decayed(float64(r.tres.CPU), r.start, at, at, p.halfLife), at, true
+		}
+		uses = append(uses, use{r.assoc, r.usage})
+	}
+	slices.SortFunc(uses, func(x, y use) int {
+		if x.assoc != y.assoc {
+			return cmp.Compare(x.assoc, y.assoc)
+		}
+		return cmp.Compare(x.v, y.v)
+	})
+	for i := range p.runSum {
+		if all || p.runStale[i] {
+			p.runSum[i] = 0
+			p.runStale[i] = false
+		}
+	}
+	for _, u := range uses {
+		p.runSum[u.assoc] += u.v
+	}
+	p.runAnyStale = false
+	return p.runSum
+}
+
+// staleRunning marks an association's running usage to be summed again.
+func (p *pass) staleRunning(assoc int32) {
+	if assoc >= 0 && p.runStale != nil {
+		p.runStale[assoc] = true
+		p.runAnyStale = true
+	}
+}
+
 // fairTree computes every user association's fair-share factor with the
 // Fair Tree algorithm: siblings are ranked by Level Fairshare (shares
 // normalized among siblings over usage normalized among siblings), the tree
@@ -182,10 +241,9 @@ func (p *pass) fairTree() {
 			t.nodes[i].usage += decayed(float64(u.CPUs), secs(u.Start), secs(u.End), at, p.halfLife)
 		}
 	}
-	for ri := range p.run {
-		r := &p.run[ri]
-		if r.assoc >= 0 && t.nodes[r.assoc].user != "" {
-			t.nodes[r.assoc].usage += decayed(float64(r.tres.CPU), r.start, at, at, p.halfLife)
+	for i, u := range p.runningUsage(at) {
+		if u != 0 {
+			t.nodes[i].usage += u
 		}
 	}
 	// Accounts sum their subtree (children come after parents only for

@@ -305,14 +305,17 @@ func TestPropertyDeterministic(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("seed %d: two passes differ", seed)
 		}
-		// The order of the pending list does not matter.
+		// The order of the pending and running lists does not matter (a
+		// Planner keeps them in its own order).
 		sh := s
 		sh.Pending = slices.Clone(s.Pending)
+		sh.Running = slices.Clone(s.Running)
 		rng := rand.New(rand.NewPCG(seed, 1))
 		rng.Shuffle(len(sh.Pending), func(i, j int) { sh.Pending[i], sh.Pending[j] = sh.Pending[j], sh.Pending[i] })
+		rng.Shuffle(len(sh.Running), func(i, j int) { sh.Running[i], sh.Running[j] = sh.Running[j], sh.Running[i] })
 		c := Schedule(sh)
 		if !reflect.DeepEqual(a.Starts, c.Starts) || !reflect.DeepEqual(a.Preempt, c.Preempt) {
-			t.Fatalf("seed %d: shuffled pending list starts differently", seed)
+			t.Fatalf("seed %d: shuffled lists start differently", seed)
 		}
 		byID := map[uint64]JobResult{}
 		for _, j := range c.Jobs {

@@ -112,6 +112,7 @@ func (p *pass) eligibility(j *jobInfo) {
 		j.reason = ReasonJobHeldAdmin
 	case secs(sj.BeginTime) > p.now:
 		j.reason = ReasonBeginTime
+		p.beginAt = min(p.beginAt, secs(sj.BeginTime))
 	case sj.Dependency == DependencyPending:
 		j.reason = ReasonDependency
 	case sj.Dependency == DependencyNever:
@@ -142,6 +143,7 @@ func (p *pass) shapeOf(j *jobInfo) int32 {
 	if !ok {
 		id = int32(len(p.shapes))
 		p.shapes[k] = id
+		p.shapeReq = append(p.shapeReq, *r)
 	}
 	return id
 }

@@ -364,6 +364,7 @@ func (p *pass) failedFor(j *jobInfo, part int32, end int64) bool {
 // the snapshot's again (a Planner applies its next changes to it).
 func (p *pass) walk() {
 	p.passNo++
+	p.walkHorizon = p.horizon()
 	p.res.Starts = nil
 	p.res.Preempt = nil
 	for i := range p.parts {
@@ -485,7 +486,13 @@ func (p *pass) decide(ji int32) {
 			if d.open&(1<<min(k, 63)) == 0 {
 				continue
 			}
-			at, pieces, st := p.plan(j, c.part, p.timeLimit(j, c.part))
+			at, pieces, st, ok := p.replan(j, c.part, &old)
+			if !ok {
+				at, pieces, st = p.plan(j, c.part, p.timeLimit(j, c.part))
+			}
+			if p.rp != nil {
+				p.rp.searched(ok)
+			}
 			d.plans = append(d.plans, st)
 			if st.found && at < bestT {
 				bestT, d.resvPcs, d.resvPart = at, pieces, c.part
@@ -498,6 +505,35 @@ func (p *pass) decide(ji int32) {
 	}
 	p.markWaiting(j, d.open)
 	p.recomputed(ji, &old)
+}
+
+// replan is plan worked out from the job's plan in the partition in its
+// last decision (old), when a replaying Planner can show what it gives now.
+func (p *pass) replan(j *jobInfo, pi int32, old *decision) (int64, []piece, planStat, bool) {
+	if p.rp == nil {
+		return 0, nil, planStat{}, false
+	}
+	r := p.rp
+	for i := range old.plans {
+		if old.plans[i].part != pi {
+			continue
+		}
+		// plansHold may have worked it out just before (without the
+		// pieces of an outcome it found unchanged).
+		var q quick
+		cached := r.qpFor == j.in && i < len(r.qp)
+		if cached {
+			q = r.qp[i]
+		}
+		if !cached || q.ok && !q.late && q.st.found && q.pieces == nil {
+			q.t, q.pieces, q.st, q.late, q.ok = r.quickPlan(j, &old.plans[i], true)
+		}
+		if !q.ok || q.late || q.st.found && q.pieces == nil {
+			return 0, nil, planStat{}, false
+		}
+		return q.t, q.pieces, q.st, true
+	}
+	return 0, nil, planStat{}, false
 }
 
 func (p *pass) canPreempt(j *jobInfo) bool {
