@@ -564,8 +564,10 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		// /proc/self/exe at exec time is runc init's sealed copy of this
 		// binary, which the user may run even where its path is not
 		// reachable for them.
-		Args:             []string{"/proc/self/exe", "init", pauseArg},
-		Env:              []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+		Args: []string{"/proc/self/exe", "init", pauseArg},
+		// One P and no collector: the supervisor is small and starts
+		// on every step's path.
+		Env:              []string{"PATH=/usr/local/bin:/usr/bin:/bin", "GOMAXPROCS=1", "GOGC=off"},
 		UID:              int(spec.UID),
 		GID:              int(spec.GID),
 		AdditionalGroups: addGroups,
