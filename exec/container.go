@@ -225,11 +225,17 @@ func (r *containerRuntime) removeLeftovers() []*libcontainer.Container {
 			r.log.Warn("cannot remove a container left by a previous executor", "container", id, "err", err)
 		}
 	}
-	// Results files of steps that are gone.
+	// Results files and /etc copies of steps that are gone.
 	res, _ := os.ReadDir(r.resultsDir())
 	for _, ent := range res {
 		if !kept[ent.Name()] {
 			os.Remove(filepath.Join(r.resultsDir(), ent.Name()))
+		}
+	}
+	etc, _ := os.ReadDir(filepath.Join(r.stateDir, "etc"))
+	for _, ent := range etc {
+		if !kept[ent.Name()] {
+			os.RemoveAll(r.stepEtc(ent.Name()))
 		}
 	}
 	// Cgroups of steps that have no container any more, with whatever still
@@ -470,6 +476,7 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 	defer func() {
 		if retErr != nil {
 			io.removeCreated(&spec, groups, true)
+			os.RemoveAll(r.stepEtc(cid)) // an image's /etc copies (imageuser.go)
 		}
 	}()
 	addGroups := make([]int, len(groups))
@@ -721,6 +728,7 @@ func (r *containerRuntime) finishStep(c *libcontainer.Container, spec *StepSpec,
 		res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
 	}
 	os.Remove(r.resultPath(c.ID()))
+	os.RemoveAll(r.stepEtc(c.ID()))
 	return res
 }
 

@@ -472,6 +472,11 @@ func (r *containerRuntime) stepBinds(spec *StepSpec) ([]*configs.Mount, error) {
 			out = append(out, bindMount(f, f, true))
 		}
 	}
+	users, err := r.userFiles(spec) // imageuser.go
+	if err != nil {
+		return nil, fmt.Errorf("the user's entries for the image: %w", err)
+	}
+	out = append(out, users...)
 	for _, b := range img.binds {
 		ms, err := r.bindTree(b)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -45,13 +46,22 @@ echo shm > /dev/shm/x && cat /dev/shm/x
 echo tmp > /tmp/t && cat /tmp/t
 touch /sys/x 2>/dev/null && echo sys-writable || echo sys-read-only
 touch /x 2>/dev/null && echo root-writable || echo root-read-only
-echo null > /dev/null && echo devnull`
+echo null > /dev/null && echo devnull
+id -un; id -gn; grep -c . /etc/passwd >/dev/null && echo passwd`
 	out := filepath.Join(work, "out")
 	r := launch(t, e, StepSpec{ID: "70.batch", UID: nobody, GID: nobody, WorkDir: work, Stdout: out, Stderr: out,
 		Argv: []string{"/bin/sh", "-c", script}, Image: &Image{Path: img}}).Wait()
-	want := imageMarker + "host-hidden\n" + work + "\n65534\nproc\nshm\ntmp\nsys-read-only\nroot-read-only\ndevnull\n"
+	// The user has entries in the image's /etc/passwd and /etc/group.
+	group := "65534"
+	if g, err := user.LookupGroupId("65534"); err == nil {
+		group = g.Name
+	}
+	want := imageMarker + "host-hidden\n" + work + "\n65534\nproc\nshm\ntmp\nsys-read-only\nroot-read-only\ndevnull\nnobody\n" + group + "\npasswd\n"
 	if got := readFile(t, out); r.ExitCode != 0 || r.Err != nil || got != want {
 		t.Errorf("result %+v, output:\n%s\nwant:\n%s", r, got, want)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.ctr.stateDir, "etc")); len(ents) != 0 {
+		t.Errorf("the step's /etc copies are left: %v", ents)
 	}
 	if got := readFile(t, filepath.Join(work, "here")); got != "written\n" {
 		t.Errorf("file written in the working directory: %q", got)
