@@ -83,6 +83,7 @@ func schedConfig(cfg *config.Config) sched.Config {
 		PriorityMaxAge:        time.Duration(p.MaxAgeMin) * time.Minute,
 		PriorityDecayHalfLife: time.Duration(p.DecayHalfLifeMin) * time.Minute,
 		PriorityFavorSmall:    p.FavorSmall,
+		PriorityCalcPeriod:    time.Duration(p.CalcPeriodMin) * time.Minute,
 		DefMemPerCPU:          cfg.DefMemPerCPU,
 		PreemptType:           cfg.PreemptType,
 		PreemptMode:           sched.PreemptMode(cfg.PreemptMode),

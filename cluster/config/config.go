@@ -167,6 +167,10 @@ type Priority struct {
 	MaxAgeMin        int64 // PriorityMaxAge in minutes (default 7 days)
 	DecayHalfLifeMin int64 // PriorityDecayHalfLife in minutes (default 7 days)
 	FavorSmall       bool
+	// CalcPeriodMin is PriorityCalcPeriod in minutes: priorities are
+	// computed as of the start of each such period (Slurm recalculates
+	// them that often; its default is 5). 0 (hpc's default): continuously.
+	CalcPeriodMin int64
 }
 
 // Node returns the node of that name, or nil.

@@ -270,15 +270,18 @@ func (p *parser) topKey(n int, kv pair) error {
 			"priorityweightqos": &c.Priority.WeightQOS,
 		}[kv.lower]
 		*w = uint32(v)
-	case "prioritymaxage", "prioritydecayhalflife":
+	case "prioritymaxage", "prioritydecayhalflife", "prioritycalcperiod":
 		v, err := ParseTime(kv.value)
 		if err != nil || v < 0 {
 			return p.errf(n, "invalid %s=%s: expected [days-]hours:minutes", kv.key, kv.value)
 		}
-		if kv.lower == "prioritymaxage" {
+		switch kv.lower {
+		case "prioritymaxage":
 			c.Priority.MaxAgeMin = v
-		} else {
+		case "prioritydecayhalflife":
 			c.Priority.DecayHalfLifeMin = v
+		default:
+			c.Priority.CalcPeriodMin = v
 		}
 	case "priorityfavorsmall":
 		switch strings.ToUpper(kv.value) {

@@ -18,6 +18,7 @@ PriorityWeightQOS=5000
 PriorityMaxAge=1-00:00:00
 PriorityDecayHalfLife=7-0
 PriorityFavorSmall=YES
+PriorityCalcPeriod=5
 PreemptType=preempt/qos
 PreemptMode=REQUEUE
 SchedulerParameters=bf_max_job_test=200,bf_continue
@@ -30,7 +31,7 @@ PartitionName=long Nodes=node2
 		t.Fatal(err)
 	}
 	want := Priority{Type: "priority/multifactor", WeightAge: 1000, WeightFairshare: 10000, WeightJobSize: 100,
-		WeightPartition: 1000, WeightQOS: 5000, MaxAgeMin: 24 * 60, DecayHalfLifeMin: 7 * 24 * 60, FavorSmall: true}
+		WeightPartition: 1000, WeightQOS: 5000, MaxAgeMin: 24 * 60, DecayHalfLifeMin: 7 * 24 * 60, FavorSmall: true, CalcPeriodMin: 5}
 	if c.Priority != want {
 		t.Errorf("priority %+v, want %+v", c.Priority, want)
 	}
@@ -48,7 +49,7 @@ PartitionName=long Nodes=node2
 	if long.PriorityTier != 1 || long.PriorityJobFactor != 1 || long.OverSubscribe != "NO" || long.AllowAccounts != nil {
 		t.Errorf("long defaults %+v", long)
 	}
-	for _, bad := range []string{"PriorityWeightAge=lots", "PreemptType=preempt/partition_prio", "PriorityFavorSmall=maybe"} {
+	for _, bad := range []string{"PriorityWeightAge=lots", "PriorityCalcPeriod=soon", "PreemptType=preempt/partition_prio", "PriorityFavorSmall=maybe"} {
 		if _, err := Parse(strings.NewReader(strings.Replace(text, "PriorityType=priority/multifactor", bad, 1))); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
