@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	hpcexec "hpc/exec"
 )
 
 // TestLabRestartKeepsJobs stops a node's daemon as a service manager stops
@@ -28,6 +30,9 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 		t.Skip("needs root")
 	}
 	l, _ := startLab(t, "hpc-restart-", 3, "127.0.98.", 32017, "KillWait=2\n")
+	// Should the test stop while a daemon is down, the lab's daemons are
+	// started again first, so that hpc down stops their jobs too.
+	t.Cleanup(func() { l.run(0, l.top, "up", "--dir", l.dir) })
 	// node1 leads, so node3 can go away without a new election.
 	if out, errs, code := l.run(0, l.top, "scontrol", "takeover", "node1"); code != 0 {
 		t.Fatalf("takeover: %s %s", out, errs)
@@ -133,9 +138,11 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGKILL)
 	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 	}
-	procs, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/hpc/node3-*/%d.batch/cgroup.procs", gone))
+	// The node's cgroups are named like its container state directory.
+	node3 := filepath.Base(hpcexec.ContainerStateDir("node3", filepath.Join(l.dir, "node3", "exec")))
+	procs, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/hpc/%s/job_%d/%d.batch/cgroup.procs", node3, gone, gone))
 	if len(procs) == 0 {
-		procs, _ = filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/hpc/node3-*/%d.batch/cgroup.procs", gone)) // cgroup v2
+		procs, _ = filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/hpc/%s/job_%d/%d.batch/cgroup.procs", node3, gone, gone)) // cgroup v2
 	}
 	if len(procs) != 1 {
 		t.Fatalf("the job's cgroup: %v", procs)
@@ -146,7 +153,7 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 		syscall.Kill(n, syscall.SIGKILL)
 	}
 	// A reboot empties /run, where the containers' state is.
-	states, _ := filepath.Glob(fmt.Sprintf("/run/hpc/node3-*/%d.batch", gone))
+	states, _ := filepath.Glob(fmt.Sprintf("/run/hpc/%s/%d.batch", node3, gone))
 	if len(states) != 1 {
 		t.Fatalf("the job's container state: %v", states)
 	}

@@ -141,6 +141,8 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		CPUs:     mine.CPUs,
 		CPUIDs:   mine.CPUIDs,
 		MemMB:    mine.MemMB,
+		Job:      strconv.FormatUint(j.ID, 10),
+		JobMemMB: mine.MemMB,
 		Devices:  d.gresDevices(mine),
 		Image:    img,
 	}

@@ -673,6 +673,7 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	spec := exec.StepSpec{
 		ID: fmt.Sprintf("%d.%d", j.ID, s.ID), UID: j.UID, GID: j.GID, WorkDir: workDir,
 		CPUs: cpus, CPUIDs: mine.CPUIDs, MemMB: mine.MemMB, Tasks: tasks, Devices: d.gresDevices(mine),
+		Job: strconv.FormatUint(j.ID, 10), JobMemMB: mine.MemMB,
 		Image: img,
 		OnTaskEnd: func(i int, r exec.TaskResult) {
 			_ = out.send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal}})

@@ -82,7 +82,8 @@ type containerRuntime struct {
 	memsw    bool              // v1: memory.memsw.* exists (swap accounting)
 	cgPaths  map[string]string // the node's cgroup parent, per controller
 	devRules []*devconfig.Rule
-	hostCPUs []int // what step cpusets are made of
+	hostCPUs []int      // what step cpusets are made of
+	jobs     jobCgroups // jobcgroup.go
 	// leftovers are the steps a previous executor left, for New to
 	// re-attach.
 	leftovers []*libcontainer.Container
@@ -205,9 +206,12 @@ func (r *containerRuntime) removeLeftovers() []*libcontainer.Container {
 			os.RemoveAll(filepath.Join(r.ctrRoot, id))
 			continue
 		}
-		if labelMap(c.Config().Labels)[labelStep] != "" {
+		if lab := labelMap(c.Config().Labels); lab[labelStep] != "" {
 			keep = append(keep, c)
 			kept[id] = true
+			if lab[labelJob] != "" {
+				kept[jobCgroupName(lab[labelJob])] = true // its job cgroup stays
+			}
 			continue
 		}
 		st, _ := c.Status()
@@ -404,7 +408,7 @@ func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, 
 		Namespaces: configs.Namespaces{
 			{Type: configs.NEWNS}, {Type: configs.NEWPID}, {Type: configs.NEWUTS}, {Type: configs.NEWIPC},
 		},
-		Cgroups: &cgroups.Cgroup{Path: r.cgParent + "/" + cid, Resources: res},
+		Cgroups: &cgroups.Cgroup{Path: r.stepCgroupPath(spec, cid), Resources: res},
 		Mounts:  mounts,
 		Devices: append(deviceNodes(), extraNodes...),
 		MaskPaths: []string{
@@ -558,12 +562,20 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 	defer goW.Close() // the supervisor's go-ahead, at the latest
 	files[0], files[1], files[2], files[3] = planFile, results, evW, goR
 
+	if err := r.joinJob(&spec); err != nil {
+		evR.Close()
+		evW.Close()
+		closeTaskIO()
+		os.Remove(resultPath)
+		return fmt.Errorf("step %s: %w", spec.ID, err)
+	}
 	c, err := libcontainer.Create(r.ctrRoot, cid, cfg)
 	if err != nil {
 		evR.Close()
 		evW.Close()
 		closeTaskIO()
 		os.Remove(resultPath)
+		r.leaveJob(spec.Job)
 		return fmt.Errorf("step %s: create container: %w", spec.ID, err)
 	}
 	nnp := spec.UID != 0
@@ -613,6 +625,7 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		}
 		_ = c.Destroy()
 		os.Remove(resultPath)
+		r.leaveJob(spec.Job)
 		return fmt.Errorf("step %s: %w", spec.ID, err)
 	}
 	if runErr != nil {
@@ -727,6 +740,7 @@ func (r *containerRuntime) finishStep(c *libcontainer.Container, spec *StepSpec,
 	if err := c.Destroy(); err != nil {
 		res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
 	}
+	r.leaveJob(spec.Job)
 	os.Remove(r.resultPath(c.ID()))
 	os.RemoveAll(r.stepEtc(c.ID()))
 	return res

@@ -72,6 +72,11 @@ type StepSpec struct {
 	// MemMB limits memory (and memory plus swap, so no swap) in MiB; 0 means
 	// no limit.
 	MemMB int64
+	// Job, when set, names the job the step belongs to: the job's steps on
+	// this node share a job cgroup whose memory limit is JobMemMB (0: none),
+	// so that together they stay within it (container mode).
+	Job      string
+	JobMemMB int64
 	// Tasks, when set, are the step's processes (srun's tasks) instead of
 	// Argv, Env, Stdout and Stderr: each task is a process of its own in the
 	// step's container (or process group), all started before Launch

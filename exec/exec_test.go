@@ -1121,3 +1121,38 @@ func TestUsage(t *testing.T) {
 		}
 	})
 }
+
+// TestJobCgroup: the steps of a job share its memory limit (a job cgroup
+// above theirs): two steps that each stay within it but not together end
+// with the second OOM-killed; the job cgroup goes with the last step.
+func TestJobCgroup(t *testing.T) {
+	e := newContainerExecutor(t, "jobcgnode")
+	dir := userDir(t, testBase(t), "u", nobody)
+	hold := filepath.Join(dir, "hold")
+	a := launch(t, e, StepSpec{ID: "80.batch", UID: nobody, GID: nobody, Job: "80", JobMemMB: 100, MemMB: 100, Stdout: hold,
+		Argv: []string{"/bin/sh", "-c", "head -c 70M /dev/zero > /dev/shm/x && echo holding; sleep 1000"}}) // its /dev/shm is charged to it
+	waitForFile(t, hold, "holding", a)
+	jobDirs := mustGlob(t, "/sys/fs/cgroup/memory"+e.ctr.cgParent+"/job_80")
+	if cgroups.IsCgroup2UnifiedMode() {
+		jobDirs = mustGlob(t, "/sys/fs/cgroup"+e.ctr.cgParent+"/job_80")
+	}
+	if len(jobDirs) != 1 {
+		t.Fatalf("job cgroup: %v", jobDirs)
+	}
+	b := launch(t, e, StepSpec{ID: "80.0", UID: nobody, GID: nobody, Job: "80", JobMemMB: 100, MemMB: 100,
+		Argv: []string{"/bin/sh", "-c", "head -c 70M /dev/zero | tail | wc -c"}}).Wait()
+	if !b.OOM {
+		t.Errorf("second step over the job's limit together: %+v", b)
+	}
+	a.Kill(0)
+	a.Wait()
+	if _, err := os.Stat(jobDirs[0]); err == nil {
+		t.Errorf("job cgroup %s left", jobDirs[0])
+	}
+	// A step of another job is not held by it.
+	if r := launch(t, e, StepSpec{ID: "81.batch", UID: nobody, GID: nobody, Job: "81", JobMemMB: 100, MemMB: 100,
+		Argv: []string{"/bin/sh", "-c", "head -c 70M /dev/zero | tail | wc -c"}}).Wait(); r.OOM || r.ExitCode != 0 {
+		t.Errorf("a job alone within its limit: %+v", r)
+	}
+	checkNoLeftovers(t, e)
+}

@@ -30,6 +30,7 @@ const (
 	labelTasks  = "hpc.tasks"  // number of tasks when launched with Tasks, else 0
 	labelUser   = "hpc.user"   // uid:gid, for the OOM notice
 	labelStderr = "hpc.stderr" // the step's stderr file, for the OOM notice
+	labelJob    = "hpc.job"    // the job whose cgroup holds the step's (StepSpec.Job)
 )
 
 func stepLabels(spec *StepSpec, start time.Time) []string {
@@ -39,6 +40,7 @@ func stepLabels(spec *StepSpec, start time.Time) []string {
 		labelTasks + "=" + strconv.Itoa(len(spec.Tasks)),
 		labelUser + "=" + strconv.FormatUint(uint64(spec.UID), 10) + ":" + strconv.FormatUint(uint64(spec.GID), 10),
 		labelStderr + "=" + spec.Stderr,
+		labelJob + "=" + spec.Job,
 	}
 }
 
@@ -97,6 +99,7 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 			}
 		}
 	}
+	r.adoptJob(lab[labelJob])
 	k := &ctrStep{c: c}
 	if st != nil {
 		k.initPid = st.InitProcessPid
@@ -136,7 +139,7 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 		if st != nil {
 			cgPaths = st.CgroupPaths
 		}
-		spec := StepSpec{ID: id}
+		spec := StepSpec{ID: id, Job: lab[labelJob]}
 		res := r.finishStep(c, &spec, cgPaths, tasks, notice, ntasks > 0)
 		res.Start, res.End = s.start, end
 		e.forget(key, s)
