@@ -1129,8 +1129,8 @@ func TestJobCgroup(t *testing.T) {
 	e := newContainerExecutor(t, "jobcgnode")
 	dir := userDir(t, testBase(t), "u", nobody)
 	hold := filepath.Join(dir, "hold")
-	a := launch(t, e, StepSpec{ID: "80.batch", UID: nobody, GID: nobody, Job: "80", JobMemMB: 100, MemMB: 100, Stdout: hold,
-		Argv: []string{"/bin/sh", "-c", "head -c 70M /dev/zero > /dev/shm/x && echo holding; sleep 1000"}}) // its /dev/shm is charged to it
+	a := launch(t, e, StepSpec{ID: "80.batch", UID: nobody, GID: nobody, Job: "80", JobMemMB: 200, MemMB: 200, Stdout: hold,
+		Argv: []string{"/bin/sh", "-c", "head -c 120M /dev/zero > /dev/shm/x && echo holding; sleep 1000"}}) // its /dev/shm is charged to it
 	waitForFile(t, hold, "holding", a)
 	jobDirs := mustGlob(t, "/sys/fs/cgroup/memory"+e.ctr.cgParent+"/job_80")
 	if cgroups.IsCgroup2UnifiedMode() {
@@ -1139,8 +1139,10 @@ func TestJobCgroup(t *testing.T) {
 	if len(jobDirs) != 1 {
 		t.Fatalf("job cgroup: %v", jobDirs)
 	}
-	b := launch(t, e, StepSpec{ID: "80.0", UID: nobody, GID: nobody, Job: "80", JobMemMB: 100, MemMB: 100,
-		Argv: []string{"/bin/sh", "-c", "head -c 70M /dev/zero | tail | wc -c"}}).Wait()
+	// Room is left for the second step's own start (its init), not for
+	// what it then allocates.
+	b := launch(t, e, StepSpec{ID: "80.0", UID: nobody, GID: nobody, Job: "80", JobMemMB: 200, MemMB: 200,
+		Argv: []string{"/bin/sh", "-c", "head -c 120M /dev/zero | tail | wc -c"}}).Wait()
 	if !b.OOM {
 		t.Errorf("second step over the job's limit together: %+v", b)
 	}
@@ -1150,8 +1152,8 @@ func TestJobCgroup(t *testing.T) {
 		t.Errorf("job cgroup %s left", jobDirs[0])
 	}
 	// A step of another job is not held by it.
-	if r := launch(t, e, StepSpec{ID: "81.batch", UID: nobody, GID: nobody, Job: "81", JobMemMB: 100, MemMB: 100,
-		Argv: []string{"/bin/sh", "-c", "head -c 70M /dev/zero | tail | wc -c"}}).Wait(); r.OOM || r.ExitCode != 0 {
+	if r := launch(t, e, StepSpec{ID: "81.batch", UID: nobody, GID: nobody, Job: "81", JobMemMB: 200, MemMB: 200,
+		Argv: []string{"/bin/sh", "-c", "head -c 120M /dev/zero | tail | wc -c"}}).Wait(); r.OOM || r.ExitCode != 0 {
 		t.Errorf("a job alone within its limit: %+v", r)
 	}
 	checkNoLeftovers(t, e)
