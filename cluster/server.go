@@ -435,33 +435,41 @@ func acctRow(row accounting.Row) api.AcctRow {
 // handleWait answers when the job has ended or after the timeout (a long
 // poll), so `--wait` hears of the end at once without polling the leader.
 func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	if j := d.pollJob(w, r, func(j *api.Job) bool { return j.State.Final() }); j != nil {
+		writeJSON(w, j)
+	}
+}
+
+// pollJob is a long poll over a job (?job=N&timeout=D, at most 20 s): it
+// returns the job once done says so, or as it is at the timeout; nil when
+// it has answered with an error itself (a bad or unknown job id) or the
+// caller went away.
+func (d *Daemon) pollJob(w http.ResponseWriter, r *http.Request, done func(*api.Job) bool) *api.Job {
 	jid, err := strconv.ParseUint(r.URL.Query().Get("job"), 10, 64)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
-		return
+		return nil
 	}
 	timeout := 20 * time.Second
-	if s, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && s > 0 && s < timeout {
-		timeout = s
+	if t, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && t > 0 && t < timeout {
+		timeout = t
 	}
 	deadline := time.After(timeout)
 	for {
 		j, changed := d.fsm.job(jid)
 		if j == nil {
 			writeErr(w, http.StatusNotFound, &api.Error{Message: api.ErrInvalidJobID})
-			return
+			return nil
 		}
-		if j.State.Final() {
-			writeJSON(w, j)
-			return
+		if done(j) {
+			return j
 		}
 		select {
 		case <-changed:
 		case <-deadline:
-			writeJSON(w, j)
-			return
+			return j
 		case <-r.Context().Done():
-			return
+			return nil
 		}
 	}
 }

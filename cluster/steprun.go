@@ -498,42 +498,16 @@ func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id Identi
 // handleAllocWait answers once the job has left PENDING, or after the
 // timeout (a long poll), with its allocation's environment when it runs.
 func (d *Daemon) handleAllocWait(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
-	jid, err := strconv.ParseUint(r.URL.Query().Get("job"), 10, 64)
-	if err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
-		return
-	}
-	timeout := 20 * time.Second
-	if t, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && t > 0 && t < timeout {
-		timeout = t
-	}
-	deadline := time.After(timeout)
-	for {
-		j, changed := d.fsm.job(jid)
-		switch {
-		case j == nil:
-			writeErr(w, http.StatusNotFound, &api.Error{Message: api.ErrInvalidJobID})
-			return
-		case id.UID != 0 && id.UID != j.UID:
-			writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
-			return
-		}
-		if j.State != api.StatePending {
-			a := api.Allocation{Job: *j}
-			if j.State == api.StateRunning {
-				a.Env = d.allocEnv(j)
-			}
-			writeJSON(w, a)
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			writeJSON(w, api.Allocation{Job: *j})
-			return
-		case <-r.Context().Done():
-			return
-		}
+	mine := func(j *api.Job) bool { return id.UID == 0 || id.UID == j.UID }
+	j := d.pollJob(w, r, func(j *api.Job) bool { return j.State != api.StatePending || !mine(j) }) // server.go
+	switch {
+	case j == nil:
+	case !mine(j):
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
+	case j.State == api.StateRunning:
+		writeJSON(w, api.Allocation{Job: *j, Env: d.allocEnv(j)})
+	default:
+		writeJSON(w, api.Allocation{Job: *j})
 	}
 }
 
