@@ -23,7 +23,7 @@ type stepTable struct {
 	mu    sync.Mutex
 	steps map[uint64]*exec.Step // batch steps, by job id
 	// cancelled remembers kills that arrived before the step was started.
-	cancelled map[uint64]time.Time // by job: the start of the run to kill
+	cancelled map[uint64]earlyKill
 	// jobs are the jobs whose batch step runs here (to reach the other
 	// nodes of their allocation when they end).
 	jobs map[uint64]*api.Job
@@ -38,6 +38,14 @@ type stepTable struct {
 	launches map[stepKey]*launch
 }
 
+// earlyKill is a kill that came before its step: the run it is for (its
+// start time), and when it came (a job cancelled before its launch never
+// comes, so old ones are dropped).
+type earlyKill struct{ start, at time.Time }
+
+// earlyKillAge is how long an early kill waits for its step.
+const earlyKillAge = 10 * time.Minute
+
 type stepKey struct {
 	job  uint64
 	step uint32
@@ -45,7 +53,7 @@ type stepKey struct {
 
 func newStepTable() *stepTable {
 	return &stepTable{
-		steps: map[uint64]*exec.Step{}, cancelled: map[uint64]time.Time{},
+		steps: map[uint64]*exec.Step{}, cancelled: map[uint64]earlyKill{},
 		jobs: map[uint64]*api.Job{}, released: map[uint64]api.ReleaseRequest{},
 		tasks: map[uint64]map[uint32]*taskStep{}, ended: map[uint64]time.Time{},
 		launches: map[stepKey]*launch{},
@@ -177,8 +185,8 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	d.recordRunning(&jc) // reattach.go
 	d.steps.mu.Lock()
 	d.steps.steps[j.ID] = step
-	killAt, cancelled := d.steps.cancelled[j.ID]
-	cancelled = cancelled && (killAt.IsZero() || killAt.Equal(j.StartTime))
+	kill, cancelled := d.steps.cancelled[j.ID]
+	cancelled = cancelled && (kill.start.IsZero() || kill.start.Equal(j.StartTime))
 	delete(d.steps.cancelled, j.ID)
 	_, released := d.steps.released[j.ID]
 	d.steps.mu.Unlock()
@@ -260,7 +268,13 @@ func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request) {
 	}
 	if step == nil && req.Signal == 0 {
 		// Not started yet (or being started): it is killed as it starts.
-		d.steps.cancelled[req.JobID] = req.Start
+		now := time.Now()
+		for id, k := range d.steps.cancelled {
+			if now.Sub(k.at) > earlyKillAge {
+				delete(d.steps.cancelled, id)
+			}
+		}
+		d.steps.cancelled[req.JobID] = earlyKill{start: req.Start, at: now}
 	}
 	d.steps.mu.Unlock()
 	switch {

@@ -41,6 +41,10 @@ type Options struct {
 	// Clock gives the time the controller stamps on its decisions (submit,
 	// start and end times, time limits); nil means the system clock.
 	Clock func() time.Time
+
+	// afterStart, for tests, runs on the leader between the commit of
+	// jobs' starts and their launch.
+	afterStart func([]jobStart)
 }
 
 // Daemon is one running node: gossip member, Raft voter when the node is a

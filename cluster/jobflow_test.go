@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,4 +214,37 @@ func TestUpdateJobAndDrainNode(t *testing.T) {
 	}
 	waitJob(t, cl, id, api.StateRunning)
 	cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{id}})
+}
+
+// A job cancelled between the commit of its start and its launch ends
+// CANCELLED: its batch host never heard of it, so no end report would
+// ever come (it used to stay COMPLETING for ever).
+func TestCancelBeforeLaunch(t *testing.T) {
+	var once sync.Once
+	var cancelErr error
+	_, cl := startOneWith(t, func(o *Options) {
+		sock := o.Socket
+		o.afterStart = func(starts []jobStart) {
+			once.Do(func() {
+				c := api.NewClient(sock)
+				_, cancelErr = c.Cancel(context.Background(), api.CancelRequest{JobIDs: []uint64{starts[0].JobID}})
+			})
+		}
+	})
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	id, err := cl.Submit(context.Background(), api.JobSpec{WorkDir: dir, Script: "#!/bin/sh\ntouch " + ran + "\nsleep 300\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, cl, id, api.StateCancelled)
+	if cancelErr != nil {
+		t.Fatal(cancelErr)
+	}
+	if j.StartTime.IsZero() {
+		t.Fatalf("the job never started, so the cancel did not come between start and launch: %+v", j)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the cancelled job's script ran")
+	}
 }

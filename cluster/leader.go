@@ -160,10 +160,23 @@ func (d *Daemon) schedule() {
 		d.log.Warn("allocation commit failed", "err", err)
 		return
 	}
+	if d.o.afterStart != nil {
+		d.o.afterStart(starts)
+	}
 	for _, s := range starts {
 		j, _ := d.fsm.job(s.JobID)
-		if j != nil && j.State == api.StateRunning {
+		switch {
+		case j == nil || !j.StartTime.Equal(now):
+		case j.State == api.StateRunning:
 			go d.launch(j)
+		case j.State == api.StateCompleting:
+			// Cancelled (or requeued) between its start and its launch:
+			// nothing runs yet, so it ends here. Left alone it would stay
+			// COMPLETING for ever, its batch host never knowing of it.
+			e := &jobEnd{JobID: j.ID, Node: j.BatchHost, Start: now, End: now}
+			if _, err := d.propose(command{Op: opEnd, Time: d.now(), End: e}); err != nil {
+				d.log.Warn("ending a job cancelled before its launch failed", "job", j.ID, "err", err)
+			}
 		}
 	}
 }

@@ -358,7 +358,9 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 		default:
 			if _, err := d.propose(command{Op: opCancel, Time: d.now(), JobID: jid, UID: id.UID}); err != nil {
 				res.Error = err.Error()
-			} else if j.State == api.StateRunning || j.State == api.StateCompleting {
+			} else if j, _ = d.fsm.job(jid); j != nil && j.State == api.StateCompleting {
+				// As the cancel left it: a job that started after the
+				// read above is killed too.
 				go d.signalJob(j, 0)
 			}
 		}
