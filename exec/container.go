@@ -531,6 +531,18 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 			}
 			plan.Tasks = append(plan.Tasks, st)
 		}
+		// The supervisor holds the read ends too (see supPlan.Keep); the
+		// label says where, for a new executor (reattach.go).
+		ends := make([][2]int, len(spec.Tasks))
+		for i := range spec.Tasks {
+			for k, r := range []*os.File{tio.outR[i], tio.errR[i]} {
+				if r != nil {
+					ends[i][k] = fd(r)
+					plan.Keep = append(plan.Keep, ends[i][k])
+				}
+			}
+		}
+		cfg.Labels = append(cfg.Labels, ioLabel(ends, spec.Tasks))
 	}
 	planFile, err := memFile("hpc-step-plan", plan)
 	if err != nil {

@@ -439,6 +439,8 @@ type Step struct {
 	// inputs and ttys are the tasks' stdin and terminals (see TaskSpec).
 	inputs []io.WriteCloser
 	ttys   []*os.File
+	// reio is a re-attached step's task output (AttachTasks).
+	reio *reattachedIO
 }
 
 // Tasks is the number of tasks the step was launched with (0: a step
@@ -512,6 +514,9 @@ func (s *Step) SignalMain(sig syscall.Signal) error {
 // Kill asks every process of the step to stop (SIGCONT and SIGTERM) and
 // kills whatever is left after grace (Slurm's KillWait). It returns at once.
 func (s *Step) Kill(grace time.Duration) {
+	if s.reio != nil {
+		s.reio.dropIO() // nobody is to have its output if nobody has it yet
+	}
 	go func() {
 		if s.Signal(syscall.SIGCONT) == ErrStepEnded {
 			return

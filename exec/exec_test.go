@@ -3,8 +3,10 @@
 package exec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	osexec "os/exec"
@@ -852,6 +854,13 @@ func crashHelper() int {
 		// Killed by the test.
 		{ID: "42.0", UID: nobody, GID: nobody, Tasks: []TaskSpec{
 			{Argv: []string{"/bin/sleep", "1000"}, Env: env}, {Argv: []string{"/bin/sleep", "1000"}, Env: env}}},
+		// srun-like, whose tasks end with output nobody has read: it
+		// waits in its supervisor for the next executor.
+		{ID: "43.0", UID: nobody, GID: nobody, Tasks: []TaskSpec{
+			{Argv: []string{"/bin/sh", "-c", "echo a; while [ ! -e " + filepath.Join(dir, "u", "go43") + " ]; do sleep 0.05; done; echo b; exit 5"},
+				Env: env, Stdout: io.Discard, Stderr: io.Discard},
+			{Argv: []string{"/bin/sh", "-c", "while [ ! -e " + filepath.Join(dir, "u", "go43") + " ]; do sleep 0.05; done; head -c 60000 /dev/zero | tr '\\0' x >&2"},
+				Env: env, Stdout: io.Discard, Stderr: io.Discard}}},
 	}
 	for _, spec := range steps {
 		if _, err := e.Launch(spec); err != nil {
@@ -909,16 +918,21 @@ func TestRestartReattaches(t *testing.T) {
 	}
 	sleeperDone := make(chan error, 1)
 	go func() { sleeperDone <- sleeper.Wait() }()
-	// Step 41 ends before the new executor starts.
-	if err := os.WriteFile(filepath.Join(base, "u", "go41"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if b, _ := os.ReadFile(filepath.Join(state, "results", "41.batch")); strings.Contains(string(b), `"done":true`) {
-			break
+	// Step 41 ends before the new executor starts; step 43's tasks write
+	// their output with nobody reading it.
+	for _, f := range []string{"go41", "go43"} {
+		if err := os.WriteFile(filepath.Join(base, "u", f), nil, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("step 41 did not end")
+	}
+	for _, id := range []string{"41.batch", "43.0"} {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			if b, _ := os.ReadFile(filepath.Join(state, "results", id)); strings.Contains(string(b), `"done":true`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("step %s did not end", id)
+			}
 		}
 	}
 
@@ -932,7 +946,7 @@ func TestRestartReattaches(t *testing.T) {
 	for _, s := range e2.Reattached() {
 		steps[s.ID()] = s
 	}
-	if len(steps) != 3 || steps["40.batch"] == nil || steps["41.batch"] == nil || steps["42.0"] == nil {
+	if len(steps) != 4 || steps["40.batch"] == nil || steps["41.batch"] == nil || steps["42.0"] == nil || steps["43.0"] == nil {
 		t.Fatalf("re-attached %v", steps)
 	}
 	if len(e2.Reattached()) != 0 {
@@ -960,6 +974,30 @@ func TestRestartReattaches(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(base, "u", "o")); got != "up\ndone\n" {
 		t.Errorf("output %q", got)
+	}
+	// Step 43's output and task ends go to their new owner, the output
+	// written meanwhile included.
+	s43 := steps["43.0"]
+	if s43.Tasks() != 2 {
+		t.Errorf("re-attached step 43.0 has %d tasks", s43.Tasks())
+	}
+	var out0, err1 bytes.Buffer
+	ends := make([]TaskResult, 2)
+	if err := s43.AttachTasks([]io.Writer{&out0, nil}, []io.Writer{nil, &err1}, func(i int, r TaskResult) { ends[i] = r }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s43.AttachTasks(nil, nil, nil); err == nil {
+		t.Error("a step's tasks attached twice")
+	}
+	r43 := s43.Wait()
+	if out0.String() != "b\n" || err1.Len() != 60000 || strings.Trim(err1.String(), "x") != "" {
+		t.Errorf("re-attached output: stdout %q, stderr %d bytes", out0.String(), err1.Len())
+	}
+	if ends[0].ExitCode != 5 || ends[1] != (TaskResult{}) || r43.ExitCode != 5 || len(r43.Tasks) != 2 {
+		t.Errorf("re-attached task ends %+v, step %+v", ends, r43)
+	}
+	if err := steps["40.batch"].AttachTasks(nil, nil, nil); err == nil {
+		t.Error("a batch step's tasks attached")
 	}
 	s42 := steps["42.0"]
 	procs := stepProcs(t, s42)

@@ -5,10 +5,13 @@ package exec
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -31,7 +34,151 @@ const (
 	labelUser   = "hpc.user"   // uid:gid, for the OOM notice
 	labelStderr = "hpc.stderr" // the step's stderr file, for the OOM notice
 	labelJob    = "hpc.job"    // the job whose cgroup holds the step's (StepSpec.Job)
+	labelIO     = "hpc.io"     // where the supervisor holds each task's output (ioLabel)
 )
+
+// ioLabel says which of the supervisor's descriptors are each task's
+// output read ends: "7:8,9:10" (task 0 reads stdout from 7 and stderr
+// from 8; 0 for none), a task on a terminal "t11:0" (its master).
+func ioLabel(ends [][2]int, tasks []TaskSpec) string {
+	parts := make([]string, len(ends))
+	for i, e := range ends {
+		if tasks[i].TTY {
+			parts[i] = "t"
+		}
+		parts[i] += strconv.Itoa(e[0]) + ":" + strconv.Itoa(e[1])
+	}
+	return labelIO + "=" + strings.Join(parts, ",")
+}
+
+// parseIOLabel reads ioLabel back; nil if it is not one.
+func parseIOLabel(v string, ntasks int) (ends [][2]int, tty []bool) {
+	parts := strings.Split(v, ",")
+	if v == "" || len(parts) != ntasks {
+		return nil, nil
+	}
+	ends, tty = make([][2]int, ntasks), make([]bool, ntasks)
+	for i, p := range parts {
+		p, tty[i] = strings.CutPrefix(p, "t")
+		a, b, ok := strings.Cut(p, ":")
+		o, err1 := strconv.Atoi(a)
+		e, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || o < 0 || e < 0 {
+			return nil, nil
+		}
+		ends[i] = [2]int{o, e}
+	}
+	return ends, tty
+}
+
+// reattachedIO is the output of a re-attached step's tasks, taken back
+// from its supervisor, until a new owner attaches to it (AttachTasks).
+type reattachedIO struct {
+	outR, errR []*os.File // nil where a task has no such stream
+	attached   chan struct{}
+	dropped    chan struct{}
+	once, drop sync.Once
+	tio        *taskIO
+	onEnd      func(int, TaskResult)
+}
+
+// takeIO takes a re-attached task step's output read ends from its
+// supervisor. Those it cannot have (a supervisor that has ended) are nil:
+// that output is lost, the ends are not.
+func takeIO(pidfd int, lab map[string]string, ntasks int) *reattachedIO {
+	rio := &reattachedIO{outR: make([]*os.File, ntasks), errR: make([]*os.File, ntasks),
+		attached: make(chan struct{}), dropped: make(chan struct{})}
+	ends, _ := parseIOLabel(lab[labelIO], ntasks)
+	if ends == nil || pidfd < 0 {
+		return rio
+	}
+	get := func(fd int) *os.File {
+		if fd == 0 {
+			return nil
+		}
+		n, err := unix.PidfdGetfd(pidfd, fd, 0)
+		if err != nil {
+			return nil
+		}
+		return os.NewFile(uintptr(n), "task-output")
+	}
+	for i, e := range ends {
+		rio.outR[i], rio.errR[i] = get(e[0]), get(e[1])
+	}
+	return rio
+}
+
+// AttachTasks hands a step this executor re-attached (Reattached) with
+// Tasks to a new owner: from now on the tasks' stdout and stderr are
+// copied into the writers (what they wrote meanwhile waited for it), a
+// task on a terminal gets input through Stdin again, and onEnd, if set,
+// gets each task's end, as TaskSpec's writers and StepSpec.OnTaskEnd
+// would have. Until then the tasks block once their pipes are full. Input
+// to the tasks' stdin pipes is lost with the daemon that wrote it: they
+// have read their input's end. A step whose output could not be taken
+// back (its supervisor had ended) gives only its ends.
+func (s *Step) AttachTasks(stdout, stderr []io.Writer, onEnd func(int, TaskResult)) error {
+	rio := s.reio
+	if rio == nil {
+		return errors.New("not a re-attached step with tasks")
+	}
+	err := errors.New("the step's tasks are attached already")
+	rio.once.Do(func() {
+		err = nil
+		n := len(rio.outR)
+		t := &taskIO{copied: make([]sync.WaitGroup, n)}
+		for i := range n {
+			for k, r := range []*os.File{rio.outR[i], rio.errR[i]} {
+				ws := stdout
+				if k == 1 {
+					ws = stderr
+				}
+				var w io.Writer = io.Discard
+				if i < len(ws) && ws[i] != nil {
+					w = ws[i]
+				}
+				if r != nil {
+					t.copy(i, r, w)
+				}
+			}
+		}
+		rio.tio, rio.onEnd = t, onEnd
+		close(rio.attached)
+	})
+	return err
+}
+
+// dropIO gives up waiting for an owner of a re-attached step's output.
+func (rio *reattachedIO) dropIO() {
+	rio.drop.Do(func() { close(rio.dropped) })
+}
+
+// deliver, once the step has ended, passes its tasks' output and ends to
+// their owner, waiting for one to attach until the step is killed.
+func (rio *reattachedIO) deliver(tasks []TaskResult) {
+	select {
+	case <-rio.attached:
+	case <-rio.dropped:
+		rio.once.Do(func() {}) // too late to attach
+		for _, r := range append(append([]*os.File(nil), rio.outR...), rio.errR...) {
+			if r != nil {
+				r.Close()
+			}
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range tasks {
+		wg.Go(func() {
+			rio.tio.wait(i)
+			if rio.onEnd != nil {
+				rio.onEnd(i, tasks[i])
+			}
+		})
+	}
+	rio.tio.drain(outputGrace)
+	wg.Wait()
+}
 
 func stepLabels(spec *StepSpec, start time.Time) []string {
 	return []string{
@@ -100,6 +247,18 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 		}
 	}
 	r.adoptJob(lab[labelJob])
+	if ntasks > 0 {
+		s.reio = takeIO(pidfd, lab, ntasks)
+		s.inputs = make([]io.WriteCloser, ntasks)
+		s.ttys = make([]*os.File, ntasks)
+		if _, tty := parseIOLabel(lab[labelIO], ntasks); tty != nil {
+			for i, m := range s.reio.outR {
+				if tty[i] && m != nil {
+					s.ttys[i], s.inputs[i] = m, ttyInput{m}
+				}
+			}
+		}
+	}
 	k := &ctrStep{c: c}
 	if st != nil {
 		k.initPid = st.InitProcessPid
@@ -121,6 +280,9 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 		k.end()
 		n := max(ntasks, 1)
 		tasks, end := readResults(r.resultPath(key), n)
+		if s.reio != nil {
+			s.reio.deliver(tasks)
+		}
 		var notice *os.File
 		var uid, gid uint32
 		if u, g, ok := strings.Cut(lab[labelUser], ":"); ok {

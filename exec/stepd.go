@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,7 +47,19 @@ const (
 // supPlan is what the supervisor starts.
 type supPlan struct {
 	Tasks []supTask `json:"tasks"`
+	// Keep are the executor's ends of the tasks' output (pipes' read
+	// ends, terminals' masters), which the supervisor holds without
+	// reading: if the executor goes away, the tasks' output waits in them
+	// (and the tasks block once they are full) instead of breaking, and a
+	// new executor takes them back with pidfd_getfd(2). Before it exits
+	// the supervisor lets whoever reads them drain them (keepWait).
+	Keep []int `json:"keep,omitempty"`
 }
+
+// keepWait bounds how long a supervisor whose tasks have ended waits for
+// their output to be read: long enough for a node's daemon to be started
+// again.
+const keepWait = 2 * time.Minute
 
 // supTask is one process of a step.
 type supTask struct {
@@ -108,6 +121,9 @@ func supervise() {
 	var plan supPlan
 	if err := json.Unmarshal(raw, &plan); err != nil || len(plan.Tasks) == 0 {
 		fail(fmt.Sprintf("bad step plan: %v", err))
+	}
+	for _, fd := range plan.Keep {
+		syscall.CloseOnExec(fd)
 	}
 	for _, t := range plan.Tasks {
 		syscall.CloseOnExec(t.Stdout) // ForkExec dups them into place
@@ -186,5 +202,27 @@ func supervise() {
 		report(ev)
 	}
 	report(supEvent{Done: true})
+	awaitDrained(plan.Keep, keepWait)
 	os.Exit(0)
+}
+
+// awaitDrained waits, at most max, until none of fds has bytes left to
+// read: the tasks' last output has reached whoever reads it.
+func awaitDrained(fds []int, max time.Duration) {
+	deadline := time.Now().Add(max)
+	pause := time.Millisecond
+	for time.Now().Before(deadline) {
+		left := false
+		for _, fd := range fds {
+			if n, err := unix.IoctlGetInt(fd, unix.TIOCINQ); err == nil && n > 0 {
+				left = true
+				break
+			}
+		}
+		if !left {
+			return
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }

@@ -26,6 +26,10 @@ type taskIO struct {
 	ttys           []*os.File       // pseudo-terminal masters (nil: none)
 	readers        []*os.File       // read ends
 	copied         []sync.WaitGroup // per task: both streams copied to EOF
+	// outR and errR are each task's read ends (a terminal's master for
+	// both streams of a task on one; nil for /dev/null), which a step's
+	// supervisor holds too: a new executor takes them back from it.
+	outR, errR []*os.File
 }
 
 // newTaskIO makes the pipes (and pseudo-terminals) and starts copying. On
@@ -33,7 +37,8 @@ type taskIO struct {
 func newTaskIO(tasks []TaskSpec, uid uint32) (*taskIO, error) {
 	n := len(tasks)
 	t := &taskIO{copied: make([]sync.WaitGroup, n), stdin: make([]*os.File, n),
-		inputs: make([]io.WriteCloser, n), ttys: make([]*os.File, n)}
+		inputs: make([]io.WriteCloser, n), ttys: make([]*os.File, n),
+		outR: make([]*os.File, n), errR: make([]*os.File, n)}
 	fail := func(err error) (*taskIO, error) {
 		t.closeWriters()
 		t.closeInputs()
@@ -51,6 +56,7 @@ func newTaskIO(tasks []TaskSpec, uid uint32) (*taskIO, error) {
 			t.ttys[i], t.inputs[i] = master, ttyInput{master}
 			t.stdout, t.stderr, t.stdin[i] = append(t.stdout, slave), append(t.stderr, slave), slave
 			t.readers = append(t.readers, master)
+			t.outR[i] = master
 			t.copied[i].Add(1)
 			w := ts.Stdout
 			if w == nil {
@@ -63,15 +69,16 @@ func newTaskIO(tasks []TaskSpec, uid uint32) (*taskIO, error) {
 			}()
 			continue
 		}
-		o, err := t.stream(i, ts.Stdout)
+		o, or, err := t.stream(i, ts.Stdout)
 		if err != nil {
 			return fail(err)
 		}
-		e, err := t.stream(i, ts.Stderr)
+		e, er, err := t.stream(i, ts.Stderr)
 		if err != nil {
 			o.Close()
 			return fail(err)
 		}
+		t.outR[i], t.errR[i] = or, er
 		t.stdout = append(t.stdout, o)
 		t.stderr = append(t.stderr, e)
 		if ts.Stdin {
@@ -118,16 +125,23 @@ func openPTY(owner uint32) (master, slave *os.File, err error) {
 	return master, slave, nil
 }
 
-// stream returns the file a task writes one stream to: a pipe copied into
-// w, or /dev/null when w is nil.
-func (t *taskIO) stream(task int, w io.Writer) (*os.File, error) {
+// stream returns the file a task writes one stream to and its read end:
+// a pipe copied into w, or /dev/null (and no read end) when w is nil.
+func (t *taskIO) stream(task int, w io.Writer) (wf, r *os.File, err error) {
 	if w == nil {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		wf, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		return wf, nil, err
 	}
-	r, wf, err := os.Pipe()
+	r, wf, err = os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	t.copy(task, r, w)
+	return wf, r, nil
+}
+
+// copy copies a read end into w until EOF, then closes it.
+func (t *taskIO) copy(task int, r *os.File, w io.Writer) {
 	t.readers = append(t.readers, r)
 	t.copied[task].Add(1)
 	go func() {
@@ -135,7 +149,6 @@ func (t *taskIO) stream(task int, w io.Writer) (*os.File, error) {
 		_, _ = io.Copy(w, r)
 		r.Close()
 	}()
-	return wf, nil
 }
 
 // closeWriters closes this process's copies of the ends the tasks get
