@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,23 +24,7 @@ import (
 // dies (SIGKILL) and is started again; the job survives that too. A lab of its own
 // (addresses 127.0.98.x, ports 32017-32019).
 func TestLabRestartKeepsJobs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 3-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	l, _ := startLab(t, "hpc-restart-", 3, "127.0.98.", 32017, "KillWait=2\n")
-	// Should the test stop while a daemon is down, the lab's daemons are
-	// started again first, so that hpc down stops their jobs too.
-	t.Cleanup(func() { l.run(0, l.top, "up", "--dir", l.dir) })
-	// node1 leads, so node3 can go away without a new election.
-	if out, errs, code := l.run(0, l.top, "scontrol", "takeover", "node1"); code != 0 {
-		t.Fatalf("takeover: %s %s", out, errs)
-	}
-	work := filepath.Join(l.top, "work")
-	os.Mkdir(work, 0o755)
-	os.Chown(work, nobody, nobody)
+	l, work := startRestartLab(t, "hpc-restart-", "127.0.98.", 32017)
 	wait := func(name string) string {
 		return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.1; done\n", filepath.Join(work, name))
 	}
@@ -71,19 +56,7 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 	}
 
 	// Stop node3's daemon as a service manager would.
-	b, err := os.ReadFile(filepath.Join(l.dir, "node3", "hpc.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("node3's daemon did not stop")
-		}
-	}
+	l.stopDaemon("node3", syscall.SIGTERM)
 	// The short job ends while no daemon runs on its node.
 	if err := os.WriteFile(filepath.Join(work, "go-short"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -98,17 +71,7 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 	if out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(long), "-o", "%t %N"); strings.TrimSpace(out) != "R node3" {
 		t.Errorf("long job after the restart: %q", out)
 	}
-	b, err = os.ReadFile(filepath.Join(l.dir, "node3", "hpc.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	syscall.Kill(pid, syscall.SIGKILL)
-	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("node3's daemon did not die")
-		}
-	}
+	l.stopDaemon("node3", syscall.SIGKILL)
 	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
 		t.Fatalf("up after the crash: %d\n%s\n%s", code, out, errs)
 	}
@@ -133,11 +96,7 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 	gone := l.submit(nobody, work, "-w", "node3", "-o", "gone.out", "--wrap", "echo start; sleep 300")
 	l.waitState(gone, "R")
 	waitFile(t, filepath.Join(work, "gone.out"), "start")
-	b, _ = os.ReadFile(filepath.Join(l.dir, "node3", "hpc.pid"))
-	pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	syscall.Kill(pid, syscall.SIGKILL)
-	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-	}
+	l.stopDaemon("node3", syscall.SIGKILL)
 	// The node's cgroups are named like its container state directory.
 	node3 := filepath.Base(hpcexec.ContainerStateDir("node3", filepath.Join(l.dir, "node3", "exec")))
 	procs, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/pids/hpc/%s/job_%d/%d.batch/cgroup.procs", node3, gone, gone))
@@ -218,4 +177,135 @@ func readFileT(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// startRestartLab starts a 3-node lab led by node1 (so that the others'
+// daemons can go away without a new election), with a work directory of
+// nobody's.
+func startRestartLab(t *testing.T, prefix, net string, port int) (*labT, string) {
+	if testing.Short() {
+		t.Skip("starts a real 3-node cluster")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	l, _ := startLab(t, prefix, 3, net, port, "KillWait=2\n")
+	// Should the test stop while a daemon is down, the lab's daemons are
+	// started again first, so that hpc down stops their jobs too.
+	t.Cleanup(func() { l.run(0, l.top, "up", "--dir", l.dir) })
+	if out, errs, code := l.run(0, l.top, "scontrol", "takeover", "node1"); code != 0 {
+		t.Fatalf("takeover: %s %s", out, errs)
+	}
+	work := filepath.Join(l.top, "work")
+	os.Mkdir(work, 0o755)
+	os.Chown(work, nobody, nobody)
+	return l, work
+}
+
+// stopDaemon stops node's daemon with sig and waits until it is gone.
+func (l *labT) stopDaemon(node string, sig syscall.Signal) {
+	l.t.Helper()
+	b, err := os.ReadFile(filepath.Join(l.dir, node, "hpc.pid"))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := syscall.Kill(pid, sig); err != nil {
+		l.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("%s's daemon did not stop", node)
+		}
+	}
+}
+
+// TestLabRestartKeepsSteps restarts node daemons under a running srun
+// step, as slurmd restarts under Slurm's steps: first a node that runs one
+// of its tasks (SIGTERM), while the tasks write output nobody reads, then
+// the node that runs the batch script and launched the step for its srun
+// (SIGKILL). The step runs on; its output, written before, during and
+// after the restarts, reaches the job's output once, in order per task;
+// srun reports the task that failed and exits with its code, and the step
+// is accounted FAILED 3:0 by the new daemon. A lab of its own (addresses
+// 127.0.94.x, ports 32217-32219).
+func TestLabRestartKeepsSteps(t *testing.T) {
+	l, work := startRestartLab(t, "hpc-restart-steps-", "127.0.94.", 32217)
+	l.commandsOnPath(t)
+	wait := func(name string) string {
+		return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.1; done; ", filepath.Join(work, name))
+	}
+	task := "echo start $SLURM_PROCID; " + wait("go1") +
+		// More than a pipe holds, while node3 has no daemon.
+		"printf %0100000d 0 | tr 0 x; echo; echo mid $SLURM_PROCID; " + wait("go2") +
+		"echo end $SLURM_PROCID; exit $((SLURM_PROCID*3))"
+	id := l.submit(nobody, work, "-N2", "-w", "node2,node3", "-o", "steps.out", "--wrap",
+		"srun -l sh -c '"+task+"'; echo srun=$?")
+	l.waitState(id, "R")
+	out := filepath.Join(work, "steps.out")
+	waitFile(t, out, "0: start 0")
+	waitFile(t, out, "1: start 1")
+
+	// node3 runs task 1 only.
+	l.stopDaemon("node3", syscall.SIGTERM)
+	if err := os.WriteFile(filepath.Join(work, "go1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, "0: mid 0")
+	time.Sleep(300 * time.Millisecond) // task 1 writes into its pipe, which fills
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), "mid 1") {
+		t.Fatal("task 1's output arrived while its node had no daemon")
+	}
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up again: %d\n%s\n%s", code, out, errs)
+	}
+	waitFile(t, out, "1: mid 1")
+
+	// node2 runs the batch script, its srun and the step's launcher.
+	l.stopDaemon("node2", syscall.SIGKILL)
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up after the crash: %d\n%s\n%s", code, out, errs)
+	}
+	if err := os.WriteFile(filepath.Join(work, "go2"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.waitAcct(id, fmt.Sprintf("%d|nobody|COMPLETED|0:0|node[2-3]", id))
+	got := readFileT(t, out)
+	var lines []string
+	xs := 0
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		if rest, ok := strings.CutPrefix(line, "1: "); ok && strings.Trim(rest, "x") == "" {
+			xs += len(rest)
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "0: "); ok && strings.Trim(rest, "x") == "" {
+			continue
+		}
+		lines = append(lines, line)
+	}
+	want := map[string]int{"0: start 0": 1, "1: start 1": 1, "0: mid 0": 1, "1: mid 1": 1, "0: end 0": 1, "1: end 1": 1,
+		"srun: error: node3: task 1: Exited with exit code 3": 1, "srun=3": 1}
+	seen := map[string]int{}
+	for _, line := range lines {
+		seen[line]++
+	}
+	if !maps.Equal(seen, want) || xs != 100000 {
+		t.Errorf("output after the restarts (%d x of task 1):\n%s", xs, got)
+	}
+	// Each task's lines in order.
+	for _, task := range []string{"0", "1"} {
+		var order []string
+		for _, line := range lines {
+			if strings.HasPrefix(line, task+": ") {
+				order = append(order, strings.Fields(line)[1])
+			}
+		}
+		if strings.Join(order, " ") != "start mid end" {
+			t.Errorf("task %s's lines in the order %v", task, order)
+		}
+	}
+	acct, _, _ := l.run(0, l.top, "acct", "-P", "-n", "-j", fmt.Sprint(id), "-o", "JobID,State,ExitCode,NodeList")
+	if !strings.Contains(acct, fmt.Sprintf("%d.0|FAILED|3:0|node[2-3]\n", id)) {
+		t.Errorf("the step in sacct:\n%s", acct)
+	}
 }

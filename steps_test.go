@@ -42,22 +42,28 @@ func startStepsLab(t *testing.T) (l *labT, rootDir, userDir string) {
 		t.Skip("needs root: it submits as another user and runs libcontainer containers")
 	}
 	l, _ = startLab(t, "hpc-steps-", 3, "127.0.79.", 28117, "KillWait=3\n")
+	l.commandsOnPath(t)
 	top := l.top
-	bin := filepath.Join(top, "bin")
-	os.Mkdir(bin, 0o755)
-	for _, n := range []string{"srun", "salloc", "sbatch", "sacct", "squeue", "scontrol"} {
-		if err := os.Symlink(l.bin, filepath.Join(bin, n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Batch scripts get the submitter's PATH: srun in them is this one.
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	rootDir = filepath.Join(top, "root-work")
 	userDir = filepath.Join(top, "nobody-work")
 	os.Mkdir(rootDir, 0o755)
 	os.Mkdir(userDir, 0o755)
 	os.Chown(userDir, nobody, nobody)
 	return l, rootDir, userDir
+}
+
+// commandsOnPath puts the lab's srun, salloc, sbatch, sacct, squeue and
+// scontrol first on PATH for the test: batch scripts get the submitter's
+// PATH, so the srun in them is this one.
+func (l *labT) commandsOnPath(t *testing.T) {
+	bin := filepath.Join(l.top, "bin")
+	os.Mkdir(bin, 0o755)
+	for _, n := range []string{"srun", "salloc", "sbatch", "sacct", "squeue", "scontrol"} {
+		if err := os.Symlink(l.bin, filepath.Join(bin, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 }
 
 // stepRows returns sacct -P's lines of a job and its steps.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -59,6 +60,8 @@ type Daemon struct {
 	wg   sync.WaitGroup
 
 	runStore runStorage // jobstorage.go
+	// keepSteps: the daemon stops leaving its steps running (Stop).
+	keepSteps atomic.Bool
 	// missing is when the leader first found each node gone from gossip
 	// (leader loop only).
 	missing map[string]time.Time
@@ -326,6 +329,7 @@ func (d *Daemon) Shutdown() { d.shutdown(false) }
 func (d *Daemon) Stop() { d.shutdown(true) }
 
 func (d *Daemon) shutdown(keepSteps bool) {
+	d.keepSteps.Store(keepSteps)
 	d.stop()
 	for _, s := range d.srvs {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

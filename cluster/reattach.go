@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,8 +22,9 @@ import (
 // them. What it needs to report a batch step's end, the job as launched, is
 // kept while the job runs in <Dir>/running/<job id>.json (root's only).
 //
-// srun's steps do not survive: their output went through the daemon that
-// stopped, and their srun has lost its stream; a new daemon kills them.
+// srun's steps survive too: a new daemon re-attaches to their shares on
+// this node, whose output waited in their supervisors, and waits for their
+// launchers to attach to them again (steprelay.go).
 
 // runningPath is where the job whose batch step runs here is recorded.
 func (d *Daemon) runningPath(id uint64) string {
@@ -65,7 +67,13 @@ func (d *Daemon) reattachSteps() {
 		}
 	}
 	adopted := map[uint64]*api.Job{}
+	var shares []*taskStep
 	for _, s := range steps {
+		if ts := d.adoptTasks(s); ts != nil {
+			d.log.Info("re-attached to a running step", "step", s.ID())
+			shares = append(shares, ts)
+			continue
+		}
 		j := d.adopt(s)
 		if j == nil {
 			d.log.Warn("killing a step left by the previous daemon", "step", s.ID())
@@ -78,7 +86,7 @@ func (d *Daemon) reattachSteps() {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		d.reconcileJobs(adopted, started)
+		d.reconcileJobs(adopted, shares, started)
 	}()
 }
 
@@ -115,6 +123,44 @@ func (d *Daemon) adopt(s *exec.Step) *api.Job {
 	return &j
 }
 
+// adoptTasks makes a re-attached srun step's share on this node this
+// daemon's, waiting for its launcher. It returns nil for other steps.
+func (d *Daemon) adoptTasks(s *exec.Step) *taskStep {
+	jobText, stepText, ok := strings.Cut(s.ID(), ".")
+	job, err1 := strconv.ParseUint(jobText, 10, 64)
+	step, err2 := strconv.ParseUint(stepText, 10, 32)
+	var tag stepTag
+	if !ok || err1 != nil || err2 != nil || s.Tasks() == 0 || json.Unmarshal([]byte(s.Tag()), &tag) != nil {
+		return nil
+	}
+	ready := make(chan struct{})
+	close(ready)
+	ts := &taskStep{ready: ready, step: s, start: tag.Start}
+	ts.relay = newStepRelay(d.stepAttachWait(), ts.abandon)
+	n := s.Tasks()
+	outs, errs := make([]io.Writer, n), make([]io.Writer, n)
+	for i := range n {
+		outs[i] = relayWriter{ts.relay, tag.First + i, api.StreamStdout}
+		errs[i] = relayWriter{ts.relay, tag.First + i, api.StreamStderr}
+	}
+	if err := s.AttachTasks(outs, errs, func(i int, r exec.TaskResult) {
+		ts.relay.exit(api.TaskExit{Task: tag.First + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal})
+	}); err != nil {
+		return nil
+	}
+	d.listTaskStep(job, uint32(step), ts)
+	// Its job's $TMPDIR is in use.
+	d.runStore.mu.Lock()
+	if d.runStore.prepared == nil {
+		d.runStore.prepared = map[uint64]time.Time{}
+	}
+	d.runStore.prepared[job] = tag.Start
+	d.runStore.mu.Unlock()
+	ts.relay.expect()
+	go d.awaitTaskStep(job, uint32(step), ts, n)
+	return ts
+}
+
 // reconcileJobs compares, once the leader answers (it retries for a few
 // minutes), the jobs this node runs with those the controller thinks it
 // runs, as slurmd's registration does. An adopted job the controller ended
@@ -123,7 +169,7 @@ func (d *Daemon) adopt(s *exec.Step) *api.Job {
 // still runs here, started before this daemon, whose batch step is gone (the
 // daemon was stopped with its jobs, or the machine rebooted) ends FAILED,
 // with the reason Slurm gives a batch job missing from its node.
-func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, started time.Time) {
+func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, started time.Time) {
 	var jobs api.JobsResponse
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -158,6 +204,16 @@ func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, started time.Time) {
 		d.log.Warn("a running job's batch step is missing from this node", "job", j.ID)
 		t := time.Now()
 		go d.jobEnded(&j, jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: reasonBatchMissing, Start: j.StartTime, End: t})
+	}
+	// Re-attached srun steps of job runs the controller has ended.
+	for _, ts := range shares {
+		id, _, _ := strings.Cut(ts.step.ID(), ".")
+		n, _ := strconv.ParseUint(id, 10, 64)
+		j, ok := now[n]
+		if !ok || (j.State != api.StateRunning && j.State != api.StateCompleting) || !j.StartTime.Equal(ts.start) {
+			d.log.Warn("killing a re-attached step of a job that ended", "step", ts.step.ID())
+			ts.relay.giveUp()
+		}
 	}
 	for id, mine := range adopted {
 		j, ok := now[id]

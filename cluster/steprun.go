@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,8 @@ type taskStep struct {
 	ready chan struct{}
 	step  *exec.Step
 	start time.Time // the start of the job run it belongs to
+	// relay carries the step's output to its launcher (steprelay.go).
+	relay *stepRelay
 	// cancelled: killed on purpose (srun's second Ctrl-C, the job's end),
 	// so the step ends CANCELLED.
 	cancelled atomic.Bool
@@ -123,6 +126,16 @@ func newNDJSON(w http.ResponseWriter) *ndjson {
 	return n
 }
 
+// close ends the stream for its writers: sends fail from now on (one in
+// progress finishes first).
+func (n *ndjson) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.err == nil {
+		n.err = errDetached
+	}
+}
+
 func (n *ndjson) send(v any) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -133,19 +146,6 @@ func (n *ndjson) send(v any) error {
 		n.fl.Flush()
 	}
 	return n.err
-}
-
-// frameWriter turns a task's output stream into frames.
-type frameWriter struct {
-	out          *ndjson
-	task, stream int
-}
-
-func (f frameWriter) Write(p []byte) (int, error) {
-	if err := f.out.send(taskFrame{Task: f.task, Stream: f.stream, Data: p}); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }
 
 // call sends a signed request to a node's API on behalf of id.
@@ -199,8 +199,12 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
+	path := "/api/step/create"
+	if req.Attach {
+		path = "/api/step/find" // srun's step, whose launcher was restarted
+	}
 	var created stepCreated
-	if err := d.call(r.Context(), id, d.addr(d.cfg.APIPort), "/api/step/create", stepCreateRequest{StepRequest: req, Launcher: d.o.Name}, &created); err != nil {
+	if err := d.call(r.Context(), id, d.addr(d.cfg.APIPort), path, stepCreateRequest{StepRequest: req, Launcher: d.o.Name}, &created); err != nil {
 		userErr(w, err)
 		return
 	}
@@ -220,7 +224,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 	defer unlist()
 
 	port := 10000 + int(j.ID%50000)
-	if addr, err := d.nodeAPI(s.Nodes[0]); err == nil {
+	if addr, err := d.nodeAPI(s.Nodes[0]); err == nil && !req.Attach {
 		var pr portReply
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		if d.call(ctx, Identity{Node: true}, addr, "/internal/step/port", jobRef{JobID: j.ID}, &pr) == nil && pr.Port > 0 {
@@ -242,10 +246,17 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 	go func() {
 		select {
 		case <-r.Context().Done():
-			l.cancelled.Store(true)
-			d.signalStep(nctx, s.Nodes, api.StepSignalRequest{JobID: j.ID, StepID: s.ID, Signal: int(syscall.SIGKILL)})
+		case <-d.ctx.Done():
 		case <-all:
+			return
 		}
+		if d.keepSteps.Load() {
+			return // the daemon stops, leaving the step to its next one
+		}
+		l.cancelled.Store(true)
+		kctx, kcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		d.signalStep(kctx, s.Nodes, api.StepSignalRequest{JobID: j.ID, StepID: s.ID, Signal: int(syscall.SIGKILL)})
+		kcancel()
 	}()
 	var wg sync.WaitGroup
 	for i, node := range s.Nodes {
@@ -253,11 +264,16 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 			lr := stepLaunchRequest{Job: *j, Step: s, Node: i, Argv: req.Argv, Env: req.Env,
 				Export: req.Export, WorkDir: req.WorkDir, MasterPort: port,
 				Input: req.Input, Pty: req.Pty, Rows: req.Rows, Cols: req.Cols}
-			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out)
+			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out, req.Attach)
 		})
 	}
 	wg.Wait()
 	close(all)
+	if d.keepSteps.Load() {
+		// The daemon stops and leaves its steps running: srun attaches
+		// to the next one (api.StepRequest.Attach), which takes over.
+		return
+	}
 
 	// The step's end: the highest exit code, the first signal.
 	report := api.Step{ID: s.ID}
@@ -298,53 +314,110 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 	_ = out.send(api.StepEvent{Done: done})
 }
 
-// runOnNode launches a step's tasks on one node and forwards their output
-// and ends to out until the node reports its end.
-func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchRequest, out *ndjson) ([]api.TaskExit, nodeEnd) {
+// runOnNode launches a step's tasks on one node (or, with attach, takes
+// over a launch another daemon made) and forwards their output and ends to
+// out until the node reports its end. If the node's stream breaks (its
+// daemon was restarted), it attaches to the step again, as long as the
+// node keeps the step waiting for it (stepAttachWait).
+func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchRequest, out *ndjson, attach bool) ([]api.TaskExit, nodeEnd) {
 	failed := func(err error) nodeEnd {
 		return nodeEnd{Error: fmt.Sprintf("Task launch for StepId=%d.%d failed on node %s: %v", lr.Job.ID, lr.Step.ID, node, err)}
 	}
-	addr, err := d.nodeAPI(node)
-	if err != nil {
-		return nil, failed(err)
-	}
-	// No overall timeout: the answer lasts as long as the tasks run.
-	resp, err := d.post(ctx, Identity{Node: true}, addr, "/internal/step/launch", lr, &http.Client{})
-	if err != nil {
-		return nil, failed(err)
-	}
-	defer resp.Body.Close()
-	var exits []api.TaskExit
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var f taskFrame
-		if err := dec.Decode(&f); err != nil {
-			for k := range exits {
-				_ = out.send(api.StepEvent{Exit: &exits[k]})
-			}
-			if ctx.Err() != nil {
-				return exits, nodeEnd{Cancelled: true}
-			}
-			if errors.Is(err, io.EOF) {
-				err = errors.New("the node ended the stream early")
-			}
-			return exits, nodeEnd{Error: fmt.Sprintf("%s: %v", node, err)}
+	exits := map[int]api.TaskExit{}
+	sorted := func() []api.TaskExit {
+		xs := make([]api.TaskExit, 0, len(exits))
+		for _, x := range exits {
+			xs = append(xs, x)
 		}
-		switch {
-		case f.End != nil:
+		sort.Slice(xs, func(a, b int) bool { return xs[a].Task < xs[b].Task })
+		return xs
+	}
+	lost := func(err error) ([]api.TaskExit, nodeEnd) {
+		xs := sorted()
+		for k := range xs {
+			if !d.keepSteps.Load() {
+				_ = out.send(api.StepEvent{Exit: &xs[k]})
+			}
+		}
+		if ctx.Err() != nil {
+			return xs, nodeEnd{Cancelled: true}
+		}
+		return xs, nodeEnd{Error: fmt.Sprintf("%s: the node lost StepId=%d.%d: %v", node, lr.Job.ID, lr.Step.ID, err)}
+	}
+	var deadline time.Time // while attaching again
+	if attach {
+		deadline = time.Now().Add(d.stepAttachWait())
+	}
+	for {
+		path := "/internal/step/launch"
+		if attach {
+			path = "/internal/step/attach"
+		}
+		addr, err := d.nodeAPI(node)
+		var resp *http.Response
+		if err == nil {
+			// No overall timeout: the answer lasts as long as the tasks run.
+			resp, err = d.post(ctx, Identity{Node: true}, addr, path, lr, &http.Client{})
+		}
+		if err != nil {
+			var ae *api.Error
+			switch {
+			case !attach:
+				return nil, failed(err)
+			case ctx.Err() != nil, time.Now().After(deadline), errors.As(err, &ae):
+				return lost(err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
+		}
+		deadline = time.Time{}
+		end, err := d.relayNode(resp.Body, exits, out)
+		resp.Body.Close()
+		if end != nil {
 			// Task ends go to srun with the node's end: on a node where
 			// the OOM killer struck, a task that failed reports SigOOM,
 			// as slurmstepd's do (its shell may have seen its child
 			// killed and exited 137).
-			for k := range exits {
-				if f.End.OOM && (exits[k].Signal != 0 || exits[k].ExitCode != 0) {
-					exits[k].ExitCode, exits[k].Signal = 0, api.SigOOM
+			xs := sorted()
+			for k := range xs {
+				if end.OOM && (xs[k].Signal != 0 || xs[k].ExitCode != 0) {
+					xs[k].ExitCode, xs[k].Signal = 0, api.SigOOM
 				}
-				_ = out.send(api.StepEvent{Exit: &exits[k]})
+				_ = out.send(api.StepEvent{Exit: &xs[k]})
 			}
-			return exits, *f.End
+			return xs, *end
+		}
+		if ctx.Err() != nil {
+			return lost(err)
+		}
+		// The node's daemon went away under the step: its next one
+		// re-attaches to it, and this launcher to that daemon.
+		d.log.Warn("a step's stream from a node broke; attaching again", "job", lr.Job.ID, "step", lr.Step.ID, "node", node, "err", err)
+		attach = true
+		deadline = time.Now().Add(d.stepAttachWait() + 10*time.Second)
+	}
+}
+
+// relayNode reads a node's stream of a step: output goes on to out, task
+// ends into exits, until the node's end (returned) or the stream's.
+func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *ndjson) (*nodeEnd, error) {
+	dec := json.NewDecoder(body)
+	for {
+		var f taskFrame
+		if err := dec.Decode(&f); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the node ended the stream early")
+			}
+			return nil, err
+		}
+		switch {
+		case f.End != nil:
+			return f.End, nil
 		case f.Exit != nil:
-			exits = append(exits, *f.Exit)
+			exits[f.Exit.Task] = *f.Exit
 		case f.Stream != 0:
 			_ = out.send(api.StepEvent{Task: f.Task, Stream: f.Stream, Data: f.Data})
 		}
@@ -438,13 +511,9 @@ func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id Ide
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
-	j, _ := d.fsm.job(req.JobID)
+	j := d.callersJob(w, id, req.JobID)
 	switch {
 	case j == nil:
-		userErr(w, &api.Error{Message: api.ErrInvalidJobID})
-		return
-	case id.UID != 0 && id.UID != j.UID:
-		userErr(w, &api.Error{Message: api.ErrAccessDenied})
 		return
 	case j.State == api.StatePending:
 		userErr(w, &api.Error{Message: "Job is pending execution"})
@@ -474,6 +543,41 @@ func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id Ide
 		return
 	}
 	writeJSON(w, stepCreated{Job: *j, Step: j.Steps[stepIndex(j, uint32(res.JobID))], Warning: plan.Warning})
+}
+
+// callersJob returns a job the caller may act on (root, or its owner); if
+// there is none, it answers with the error and returns nil.
+func (d *Daemon) callersJob(w http.ResponseWriter, id Identity, jobID uint64) *api.Job {
+	j, _ := d.fsm.job(jobID)
+	switch {
+	case j == nil:
+		userErr(w, &api.Error{Message: api.ErrInvalidJobID})
+		return nil
+	case id.UID != 0 && id.UID != j.UID:
+		userErr(w, &api.Error{Message: api.ErrAccessDenied})
+		return nil
+	}
+	return j
+}
+
+// handleStepFind answers a launcher that attaches to a running step of
+// its srun (api.StepRequest.Attach) with the step and its job.
+func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req stepCreateRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		return
+	}
+	j := d.callersJob(w, id, req.JobID)
+	if j == nil {
+		return
+	}
+	i := stepIndex(j, req.StepID)
+	if (j.State != api.StateRunning && j.State != api.StateCompleting) || i < 0 || j.Steps[i].State != api.StateRunning {
+		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
+		return
+	}
+	writeJSON(w, stepCreated{Job: *j, Step: j.Steps[i]})
 }
 
 // handleStepEnd commits a step's end and answers with the step as recorded.
@@ -520,13 +624,9 @@ func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id Identi
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
-	j, _ := d.fsm.job(req.JobID)
+	j := d.callersJob(w, id, req.JobID)
 	switch {
 	case j == nil:
-		userErr(w, &api.Error{Message: api.ErrInvalidJobID})
-		return
-	case id.UID != 0 && id.UID != j.UID:
-		userErr(w, &api.Error{Message: api.ErrAccessDenied})
 		return
 	case j.State.Final():
 		writeJSON(w, struct{}{})
@@ -612,6 +712,8 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	argv := append([]string{prog}, req.Argv[1:]...)
+	ts := &taskStep{ready: make(chan struct{}), start: j.StartTime}
+	ts.relay = newStepRelay(d.stepAttachWait(), ts.abandon)
 	gtids := make([]int, n)
 	for i := range gtids {
 		gtids[i] = first + i
@@ -625,8 +727,8 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 				masterAddr: d.nodeAddr(s.Nodes[0]), masterPort: req.MasterPort, launcher: s.Launcher,
 				tmpDir: tmp, scratch: scratch,
 			}),
-			Stdout: frameWriter{out, first + i, api.StreamStdout},
-			Stderr: frameWriter{out, first + i, api.StreamStderr},
+			Stdout: relayWriter{ts.relay, first + i, api.StreamStdout},
+			Stderr: relayWriter{ts.relay, first + i, api.StreamStderr},
 		}
 		taskInput(&tasks[i], &req, first+i) // stepinput.go
 	}
@@ -644,39 +746,23 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
 		return
 	}
+	tag, _ := json.Marshal(stepTag{Start: j.StartTime, First: first})
 	spec := exec.StepSpec{
 		ID: fmt.Sprintf("%d.%d", j.ID, s.ID), UID: j.UID, GID: j.GID, WorkDir: workDir,
 		CPUs: cpus, CPUIDs: mine.CPUIDs, MemMB: mine.MemMB, Tasks: tasks, Devices: d.gresDevices(mine),
 		Job: strconv.FormatUint(j.ID, 10), JobMemMB: mine.MemMB,
-		Image: img,
+		Image: img, Tag: string(tag),
 		OnTaskEnd: func(i int, r exec.TaskResult) {
-			_ = out.send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal}})
+			ts.relay.exit(api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal})
 		},
 	}
-	ts := &taskStep{ready: make(chan struct{}), start: j.StartTime}
-	d.steps.mu.Lock()
-	m := d.steps.tasks[j.ID]
-	if m == nil {
-		m = map[uint32]*taskStep{}
-		d.steps.tasks[j.ID] = m
-	}
-	m[s.ID] = ts
-	d.steps.mu.Unlock()
-	forget := func() {
-		d.steps.mu.Lock()
-		if m := d.steps.tasks[j.ID]; m != nil && m[s.ID] == ts {
-			delete(m, s.ID)
-			if len(m) == 0 {
-				delete(d.steps.tasks, j.ID)
-			}
-		}
-		d.steps.mu.Unlock()
-	}
+	d.listTaskStep(j.ID, s.ID, ts)
 	st, err := d.exec.Launch(spec)
 	ts.step = st
 	close(ts.ready)
 	if err != nil {
-		forget()
+		ts.relay.stop()
+		d.forgetTaskStep(j.ID, s.ID, ts)
 		if msg := err.Error(); strings.HasPrefix(msg, "execve(): ") {
 			execFailed(msg)
 		} else {
@@ -691,24 +777,89 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		ts.cancelled.Store(true)
 		st.Kill(0)
 	}
-	go func() {
-		select {
-		case <-r.Context().Done(): // the launcher (or srun) went away
-			ts.cancelled.Store(true)
-			st.Kill(0)
-		case <-st.Done():
+	go d.awaitTaskStep(j.ID, s.ID, ts, n)
+	ts.relay.serve(out, r.Context().Done())
+}
+
+// stepTag is what a task step's container keeps of its place (exec's
+// StepSpec.Tag), for a new daemon re-attaching to it: the job run it
+// belongs to, and the global rank of its first task here.
+type stepTag struct {
+	Start time.Time `json:"start"`
+	First int       `json:"first"`
+}
+
+// abandon kills a step whose launcher did not come back.
+func (ts *taskStep) abandon() {
+	ts.cancelled.Store(true)
+	<-ts.ready
+	if ts.step != nil {
+		ts.step.Kill(0)
+	}
+}
+
+// listTaskStep lists a step's share on this node, before it starts: a
+// signal for it is never lost.
+func (d *Daemon) listTaskStep(job uint64, step uint32, ts *taskStep) {
+	d.steps.mu.Lock()
+	defer d.steps.mu.Unlock()
+	m := d.steps.tasks[job]
+	if m == nil {
+		m = map[uint32]*taskStep{}
+		d.steps.tasks[job] = m
+	}
+	m[step] = ts
+}
+
+func (d *Daemon) forgetTaskStep(job uint64, step uint32, ts *taskStep) {
+	d.steps.mu.Lock()
+	defer d.steps.mu.Unlock()
+	if m := d.steps.tasks[job]; m != nil && m[step] == ts {
+		delete(m, step)
+		if len(m) == 0 {
+			delete(d.steps.tasks, job)
 		}
-	}()
-	res := st.Wait()
-	forget()
+	}
+}
+
+// awaitTaskStep passes a step's end on this node to its launcher once its
+// n tasks have ended; the step is forgotten once a launcher has it.
+func (d *Daemon) awaitTaskStep(job uint64, step uint32, ts *taskStep, n int) {
+	res := ts.step.Wait()
+	first := 0
+	var tag stepTag
+	if json.Unmarshal([]byte(ts.step.Tag()), &tag) == nil {
+		first = tag.First
+	}
 	if res.OOM && n > 0 {
-		_ = out.send(taskFrame{Task: first, Stream: api.StreamStderr, Data: []byte(exec.OOMNotice(spec.ID, res.OOMKills))})
+		ts.relay.send(taskFrame{Task: first, Stream: api.StreamStderr, Data: []byte(exec.OOMNotice(ts.step.ID(), res.OOMKills))})
 	}
 	e := nodeEnd{OOM: res.OOM, Cancelled: ts.cancelled.Load(), Usage: stepUsage(res.Usage, d.o.Name)}
 	if res.Err != nil {
 		e.Error = fmt.Sprintf("%s: %v", d.o.Name, res.Err)
 	}
-	end(e)
+	ts.relay.finish(e)
+	<-ts.relay.delivered
+	d.forgetTaskStep(job, step, ts)
+}
+
+// handleStepAttach attaches a launcher to a step's share on this node that
+// lost its launcher's stream (steprelay.go): it is answered as the step's
+// launch was, from where the share is.
+func (d *Daemon) handleStepAttach(w http.ResponseWriter, r *http.Request) {
+	var req stepLaunchRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	d.steps.mu.Lock()
+	ts := d.steps.tasks[req.Job.ID][req.Step.ID]
+	d.steps.mu.Unlock()
+	if ts == nil || ts.relay == nil || !ts.start.Equal(req.Job.StartTime) {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
+		return
+	}
+	ts.relay.serve(newNDJSON(w), r.Context().Done())
 }
 
 // lookPath finds the program of a task as execvp would with the task's

@@ -24,8 +24,11 @@ import (
 // answers with a stream of output and task ends; the launcher merges them
 // into its answer to srun, and when every node has finished it commits
 // opStepEnd. srun's Ctrl-C goes to the launcher (/api/step/signal), which
-// signals the agents. If srun goes away, its request's context ends the
-// agents' streams and they kill their tasks.
+// signals the agents. If srun goes away, the launcher kills the step. A
+// daemon restarted under a step does not end it: an agent's share waits
+// for its launcher to attach again (/internal/step/attach, steprelay.go),
+// and srun attaches to its node's next daemon (Attach), which becomes the
+// step's launcher.
 
 // Step ops carried by Raft log entries.
 const (
@@ -357,11 +360,13 @@ func (d *Daemon) registerStepRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/step/input", d.localRoute(d.handleStepInput))
 	// Served by the leader.
 	mux.HandleFunc("POST /api/step/create", d.leaderRoute(d.handleStepCreate))
+	mux.HandleFunc("POST /api/step/find", d.leaderRoute(d.handleStepFind))
 	mux.HandleFunc("GET /api/alloc/wait", d.leaderRoute(d.handleAllocWait))
 	mux.HandleFunc("POST /api/alloc/release", d.leaderRoute(d.handleRelease))
 	mux.HandleFunc("POST /internal/step/end", d.nodeRoute(d.leaderRoute(d.handleStepEnd)))
 	// Served by the agents.
 	mux.HandleFunc("POST /internal/step/launch", d.nodeRoute(d.handleStepLaunch))
+	mux.HandleFunc("POST /internal/step/attach", d.nodeRoute(d.handleStepAttach))
 	mux.HandleFunc("POST /internal/step/signal", d.nodeRoute(d.handleTaskSignal))
 	mux.HandleFunc("POST /internal/step/input", d.nodeRoute(d.handleTaskInput))
 	mux.HandleFunc("POST /internal/step/port", d.nodeRoute(d.handleStepPort))

@@ -337,7 +337,7 @@ func TestStepsOneNode(t *testing.T) {
 				done = ev.Done
 			}
 			return nil
-		})
+		}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestStepsOneNode(t *testing.T) {
 					final = ev.Done
 				}
 				return nil
-			})
+			}, nil)
 	}()
 	select {
 	case <-ready:
@@ -417,7 +417,7 @@ func TestStepsOneNode(t *testing.T) {
 		t.Errorf("steps %+v", j.Steps)
 	}
 	// A step of a job that ended is refused.
-	err = cl.RunStep(ctx, api.StepRequest{JobID: id, Argv: []string{"true"}}, func(*api.StepEvent) error { return nil })
+	err = cl.RunStep(ctx, api.StepRequest{JobID: id, Argv: []string{"true"}}, func(*api.StepEvent) error { return nil }, nil)
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Message != api.ErrAlreadyDone {
 		t.Errorf("step of an ended job: %v", err)

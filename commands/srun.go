@@ -475,6 +475,9 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 	var final *api.StepDone
 	err := cl.RunStep(ctx, req, func(ev *api.StepEvent) error {
 		switch {
+		case ev.Step != nil && lab != nil:
+			// Attached again after the node's daemon was restarted:
+			// as under Slurm, a daemon's restart goes unnoticed.
 		case ev.Step != nil:
 			mu.Lock()
 			step = ev.Step
@@ -487,12 +490,18 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 		case ev.Stream != 0 && lab != nil:
 			lab.write(ev.Task, ev.Stream, ev.Data)
 		case ev.Exit != nil:
-			exits = append(exits, *ev.Exit)
+			// Once per task, also where a restarted daemon's stream
+			// repeats it.
+			if k := slices.IndexFunc(exits, func(x api.TaskExit) bool { return x.Task == ev.Exit.Task }); k >= 0 {
+				exits[k] = *ev.Exit
+			} else {
+				exits = append(exits, *ev.Exit)
+			}
 		case ev.Done != nil:
 			final = ev.Done
 		}
 		return nil
-	})
+	}, nil)
 	if lab != nil {
 		lab.flush()
 	}

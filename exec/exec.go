@@ -90,6 +90,9 @@ type StepSpec struct {
 	// the host's (srun and sbatch --container-image; see image.go). Only
 	// container mode can: Launch fails in plain mode.
 	Image *Image
+	// Tag is the caller's, kept with the step: a step a new executor
+	// re-attaches gives it back (Step.Tag).
+	Tag string
 }
 
 // TaskSpec is one task of a step that runs several.
@@ -441,7 +444,12 @@ type Step struct {
 	ttys   []*os.File
 	// reio is a re-attached step's task output (AttachTasks).
 	reio *reattachedIO
+	tag  string
 }
+
+// Tag is StepSpec.Tag of a step this executor re-attached to ("" for
+// others).
+func (s *Step) Tag() string { return s.tag }
 
 // Tasks is the number of tasks the step was launched with (0: a step
 // without Tasks).

@@ -856,7 +856,7 @@ func crashHelper() int {
 			{Argv: []string{"/bin/sleep", "1000"}, Env: env}, {Argv: []string{"/bin/sleep", "1000"}, Env: env}}},
 		// srun-like, whose tasks end with output nobody has read: it
 		// waits in its supervisor for the next executor.
-		{ID: "43.0", UID: nobody, GID: nobody, Tasks: []TaskSpec{
+		{ID: "43.0", UID: nobody, GID: nobody, Tag: "run 43", Tasks: []TaskSpec{
 			{Argv: []string{"/bin/sh", "-c", "echo a; while [ ! -e " + filepath.Join(dir, "u", "go43") + " ]; do sleep 0.05; done; echo b; exit 5"},
 				Env: env, Stdout: io.Discard, Stderr: io.Discard},
 			{Argv: []string{"/bin/sh", "-c", "while [ ! -e " + filepath.Join(dir, "u", "go43") + " ]; do sleep 0.05; done; head -c 60000 /dev/zero | tr '\\0' x >&2"},
@@ -978,8 +978,8 @@ func TestRestartReattaches(t *testing.T) {
 	// Step 43's output and task ends go to their new owner, the output
 	// written meanwhile included.
 	s43 := steps["43.0"]
-	if s43.Tasks() != 2 {
-		t.Errorf("re-attached step 43.0 has %d tasks", s43.Tasks())
+	if s43.Tasks() != 2 || s43.Tag() != "run 43" {
+		t.Errorf("re-attached step 43.0 has %d tasks, tag %q", s43.Tasks(), s43.Tag())
 	}
 	var out0, err1 bytes.Buffer
 	ends := make([]TaskResult, 2)

@@ -35,6 +35,7 @@ const (
 	labelStderr = "hpc.stderr" // the step's stderr file, for the OOM notice
 	labelJob    = "hpc.job"    // the job whose cgroup holds the step's (StepSpec.Job)
 	labelIO     = "hpc.io"     // where the supervisor holds each task's output (ioLabel)
+	labelTag    = "hpc.tag"    // StepSpec.Tag
 )
 
 // ioLabel says which of the supervisor's descriptors are each task's
@@ -188,6 +189,7 @@ func stepLabels(spec *StepSpec, start time.Time) []string {
 		labelUser + "=" + strconv.FormatUint(uint64(spec.UID), 10) + ":" + strconv.FormatUint(uint64(spec.GID), 10),
 		labelStderr + "=" + spec.Stderr,
 		labelJob + "=" + spec.Job,
+		labelTag + "=" + spec.Tag,
 	}
 }
 
@@ -231,6 +233,7 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 		s.start = time.Unix(0, ns)
 	}
 	ntasks, _ := strconv.Atoi(lab[labelTasks])
+	s.tag = lab[labelTag]
 	st, err := c.State()
 	pidfd := -1
 	if err == nil {

@@ -201,8 +201,61 @@ func (c *Client) JobControl(ctx context.Context, req JobControlRequest) ([]Cance
 // event of its stream (output, task ends, the final Done) as it comes. The
 // request goes to this client's node, which launches the tasks and streams
 // their output; it ends the step if the caller goes away. fn's error stops
-// the stream.
-func (c *Client) RunStep(ctx context.Context, req StepRequest, fn func(*StepEvent) error) error {
+// the stream. If the stream breaks once the step runs (the node's daemon
+// was restarted), RunStep attaches to the step again through the node's
+// next daemon, for StepAttachWait at most, calling lost once each time it
+// starts waiting; the step's event comes again then.
+func (c *Client) RunStep(ctx context.Context, req StepRequest, fn func(*StepEvent) error, lost func(error)) error {
+	var step *Step
+	for {
+		err := c.runStep(ctx, req, func(ev *StepEvent) error {
+			if ev.Step != nil {
+				step = ev.Step
+			}
+			return fn(ev)
+		})
+		var se *streamError
+		if !errors.As(err, &se) || step == nil || ctx.Err() != nil {
+			return err
+		}
+		if lost != nil {
+			lost(se.err)
+		}
+		req.Attach, req.StepID = true, step.ID
+		deadline := time.Now().Add(StepAttachWait)
+		for {
+			err = c.runStep(ctx, req, fn)
+			var ae *Error
+			retry := (errors.As(err, &se) && se.before) || (errors.As(err, &ae) && ae.Message == ErrNoLeader)
+			if !retry || ctx.Err() != nil || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		if !errors.As(err, &se) {
+			return err
+		}
+	}
+}
+
+// StepAttachWait is how long srun tries to attach to its step again.
+const StepAttachWait = 3 * time.Minute
+
+// streamError is a step's stream that broke (before: before it started,
+// the node being unreachable).
+type streamError struct {
+	err    error
+	before bool
+}
+
+func (e *streamError) Error() string { return e.err.Error() }
+func (e *streamError) Unwrap() error { return e.err }
+
+// runStep runs (or attaches to) a step once.
+func (c *Client) runStep(ctx context.Context, req StepRequest, fn func(*StepEvent) error) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -217,7 +270,7 @@ func (c *Client) RunStep(ctx context.Context, req StepRequest, fn func(*StepEven
 	if err != nil {
 		var ne *net.OpError
 		if errors.As(err, &ne) {
-			return &Error{Message: ErrNoLeader, Detail: fmt.Sprintf("cannot reach the node at %s: %v", c.Socket, ne.Err)}
+			return &streamError{before: true, err: &Error{Message: ErrNoLeader, Detail: fmt.Sprintf("cannot reach the node at %s: %v", c.Socket, ne.Err)}}
 		}
 		return err
 	}
@@ -233,10 +286,10 @@ func (c *Client) RunStep(ctx context.Context, req StepRequest, fn func(*StepEven
 	for {
 		var ev StepEvent
 		if err := dec.Decode(&ev); err != nil {
-			if errors.Is(err, io.EOF) {
-				return errors.New("the node ended the step's stream early")
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = errors.New("the node ended the step's stream early")
 			}
-			return err
+			return &streamError{err: err}
 		}
 		if err := fn(&ev); err != nil {
 			return err

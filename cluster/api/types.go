@@ -794,6 +794,10 @@ type StepRequest struct {
 	Pty  bool   `json:"pty,omitempty"`
 	Rows uint16 `json:"rows,omitempty"`
 	Cols uint16 `json:"cols,omitempty"`
+	// Attach, with StepID, asks for the stream of a step this srun runs
+	// already, after its node's daemon was restarted under it.
+	Attach bool   `json:"attach,omitempty"`
+	StepID uint32 `json:"step_id,omitempty"`
 }
 
 // StepInput carries a piece of srun's standard input to its step's tasks
