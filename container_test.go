@@ -147,6 +147,14 @@ echo done > /dev/null && echo devnull`
 		if got := read(t, filepath.Join(work, "steps.out")); got != containerMarker+"not-on-the-host\n" {
 			t.Errorf("steps of a host job: %q", got)
 		}
+
+		// salloc, as pyxis's: its command stays on the host, the sruns
+		// it starts run in the image.
+		out, errs, code = l.run(nobody, work, "salloc", "-Q", "--container-image", img, "-N2", "sh", "-c",
+			"cat "+testrootfs.Marker+" 2>/dev/null || echo salloc-on-the-host; srun -l cat "+testrootfs.Marker+" | sort")
+		if want := "salloc-on-the-host\n0: " + containerMarker + "1: " + containerMarker; code != 0 || out != want {
+			t.Errorf("salloc --container-image: %d %q %q, want %q", code, out, errs, want)
+		}
 	})
 
 	// --container-mounts (relative sources are the submit directory's),
@@ -208,8 +216,8 @@ echo done > /dev/null && echo devnull`
 				"srun: error: Invalid --container-image " + missing + ": No such file or directory\n"},
 			{[]string{"srun", "--container-image", img, "--container-mounts=/x:rel", "true"}, 255,
 				"srun: error: Invalid --container-mounts specification \"/x:rel\": the destination must be an absolute path\n"},
-			{[]string{"salloc", "--container-image", img, "true"}, 1,
-				"salloc: error: --container-image is not supported by hpc's salloc: give it to srun\n"},
+			{[]string{"salloc", "--container-image", missing, "true"}, 1,
+				"salloc: error: Invalid --container-image " + missing + ": No such file or directory\n"},
 		} {
 			out, errs, code := l.run(nobody, work, c.args...)
 			if code != c.code || errs != c.want || out != "" {

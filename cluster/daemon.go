@@ -62,6 +62,7 @@ type Daemon struct {
 	runStore runStorage // jobstorage.go
 	// keepSteps: the daemon stops leaving its steps running (Stop).
 	keepSteps atomic.Bool
+	shutOnce  sync.Once
 	// missing is when the leader first found each node gone from gossip
 	// (leader loop only).
 	missing map[string]time.Time
@@ -325,10 +326,21 @@ func (d *Daemon) Shutdown() { d.shutdown(false) }
 // leaves the node's jobs running, as stopping slurmd does: the next daemon
 // started on the node re-attaches to them (reattach.go). The node does not
 // leave the gossip cluster either, so that a quick restart is not seen as
-// the node going away.
+// the node going away. Steps that run as plain processes (no containers)
+// are stopped all the same: nothing could re-attach to them.
 func (d *Daemon) Stop() { d.shutdown(true) }
 
 func (d *Daemon) shutdown(keepSteps bool) {
+	d.shutOnce.Do(func() { d.shutdownOnce(keepSteps) })
+}
+
+func (d *Daemon) shutdownOnce(keepSteps bool) {
+	if keepSteps && d.exec != nil && !d.exec.Containers() {
+		// Plain processes are the daemon's children, with nothing a new
+		// daemon could re-attach to: left running they would be lost.
+		d.log.Warn("steps run as plain processes here and cannot outlive this daemon: stopping them")
+		keepSteps = false
+	}
 	d.keepSteps.Store(keepSteps)
 	d.stop()
 	for _, s := range d.srvs {

@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,5 +195,35 @@ func waitJob(t *testing.T, cl *api.Client, id uint64, want api.JobState) api.Job
 			t.Fatalf("job %d never reached %s: %+v", id, want, jobs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stopping a daemon whose steps are plain processes (no containers) stops
+// them too: nothing could re-attach to them, and left running they would
+// be lost.
+func TestStopPlainStopsSteps(t *testing.T) {
+	d, cl := startOne(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	id, err := cl.Submit(context.Background(), api.JobSpec{WorkDir: dir, Script: "#!/bin/sh\necho $$ > " + pidFile + ".tmp; mv " + pidFile + ".tmp " + pidFile + "\nexec sleep 300\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, id, api.StateRunning)
+	var pid int
+	for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job never started")
+		}
+	}
+	d.Stop()
+	for deadline := time.Now().Add(20 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("a plain step outlived its stopped daemon")
+		}
 	}
 }

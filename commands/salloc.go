@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"hpc/cluster/api"
+	"hpc/cluster/jobspec"
 )
 
 // sallocMain is salloc: an allocation, and a shell (or the command given)
@@ -42,6 +43,16 @@ func sallocMain(e *Env, prog string, args []string) int {
 		return 1
 	}
 	spec := o.spec
+	// pyxis's salloc: the container options are for the allocation's
+	// steps. The command salloc runs stays on the host, and the sruns it
+	// starts find them in their environment (as srun passes them on).
+	var ctrEnv []string
+	if spec.ContainerImage != "" {
+		ctrEnv = []string{jobspec.EnvContainerImage + "=" + spec.ContainerImage,
+			jobspec.EnvContainerMounts + "=" + spec.ContainerMounts,
+			jobspec.EnvContainerWorkDir + "=" + spec.ContainerWorkDir}
+	}
+	spec.ContainerImage, spec.ContainerMounts, spec.ContainerWorkDir = "", "", ""
 	spec.Script = api.HolderScript
 	spec.SubmitHost = e.Hostname
 	if !o.set["job-name"] {
@@ -63,7 +74,7 @@ func sallocMain(e *Env, prog string, args []string) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.Stdout, e.Stderr
 	cmd.Dir = o.spec.WorkDir
-	cmd.Env = append(append(append([]string(nil), e.Environ...), a.Env...), "HPC_SOCKET="+cl.Socket)
+	cmd.Env = append(append(append(append([]string(nil), e.Environ...), a.Env...), ctrEnv...), "HPC_SOCKET="+cl.Socket)
 	rc := 0
 	if err := cmd.Start(); err != nil {
 		e.errorf(prog, "%v", err)

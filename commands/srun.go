@@ -147,9 +147,6 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 				o.input = val
 			}
 		case "container-image", "container-mounts", "container-workdir":
-			if prog == "salloc" {
-				return &jobspec.UsageError{Msg: fmt.Sprintf("--%s is not supported by hpc's salloc: give it to srun", opt.Long), Code: 1}
-			}
 			o.alloc = append(o.alloc, "--"+opt.Long+"="+val) // jobspec checks them as sbatch's
 		case "help", "usage":
 			o.help = true
