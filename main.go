@@ -25,6 +25,9 @@ func main() {
 	// libcontainer re-executes this binary as `hpc init` inside a new
 	// container; that must be handled before anything else runs.
 	exec.InitIfChild()
+	// Run from a job's task (srun in a batch script), this binary is a
+	// helper of the job, not its work: the OOM killer should not prefer it.
+	exec.ResetOOMScoreAdj()
 	os.Exit(commands.Run(os.Args, daemonCommand()))
 }
 

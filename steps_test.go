@@ -637,6 +637,20 @@ while :; do sleep 0.05; done`
 		}
 		l.waitRow(id, fmt.Sprintf("%d.0|sh|OUT_OF_MEMORY|0:125|%s", id, node))
 		l.waitRow(id, fmt.Sprintf("%d|sh|OUT_OF_MEMORY|0:125|%s", id, node))
+		// srun in a batch job shares the job's memory with its step: the
+		// OOM killer takes the task over the limit, not srun nor a
+		// step's supervisor, both bigger programs than Slurm's (tasks
+		// start with a raised OOM score, srun lowers its own).
+		out, _, _ = l.run(0, rootDir, "submit", "--wait", "-J", "srunoom", "--mem=20M", "-o", "srunoom.out", "--wrap",
+			"echo adj=$(cat /proc/self/oom_score_adj)\nsrun sleep 1 & sleep 0.5; echo srun adj=$(cat /proc/$!/oom_score_adj) supervisor adj=$(cat /proc/1/oom_score_adj); wait\nsrun "+hog+"; echo srun=$?")
+		id = idOf(out)
+		node = l.job(id).NodeNames()[0]
+		b, _ := os.ReadFile(filepath.Join(rootDir, "srunoom.out"))
+		if got := string(b); !strings.HasPrefix(got, "adj=500\nsrun adj=0 supervisor adj=0\n") || !strings.Contains(got, fmt.Sprintf("srun: error: %s: task 0: Out Of Memory\n", node)) ||
+			!strings.HasSuffix(got, "srun=125\n") {
+			t.Errorf("srun over the job's memory:\n%s", got)
+		}
+		l.waitRow(id, fmt.Sprintf("%d.1|dd|OUT_OF_MEMORY|0:125|%s", id, node))
 		// --mem-per-cpu sizes the limit from the CPUs: 2 x 60M holds 100M.
 		out, _, code = l.run(0, rootDir, "submit", "--wait", "-c2", "--mem-per-cpu=60M", "--wrap", "dd if=/dev/zero of=/dev/null bs=100M count=1")
 		if code != 0 {

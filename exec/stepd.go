@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -138,6 +140,9 @@ func supervise() {
 	}
 	pids := make([]int, len(plan.Tasks))
 	task := map[int]int{} // pid -> task
+	// The tasks start with a raised OOM score, the supervisor keeps the
+	// default (see TaskOOMScoreAdj).
+	setOOMScoreAdj(TaskOOMScoreAdj)
 	for i, t := range plan.Tasks {
 		stdin := devnull.Fd()
 		if t.Stdin > 0 {
@@ -166,6 +171,7 @@ func supervise() {
 		task[pid] = i
 	}
 	devnull.Close()
+	setOOMScoreAdj(0)
 	for _, t := range plan.Tasks {
 		// The tasks have their copies; closing ours lets pipes reach EOF.
 		unix.Close(t.Stdout)
@@ -204,6 +210,33 @@ func supervise() {
 	report(supEvent{Done: true})
 	awaitDrained(plan.Keep, keepWait)
 	os.Exit(0)
+}
+
+// TaskOOMScoreAdj is the OOM killer's adjustment of a container step's
+// tasks (oom_score_adj). The kernel picks the process to kill in a job's
+// memory cgroup by size, a process's mapped program text included; the
+// step's supervisor and srun, both this program, map a good 20 MiB of it,
+// and in a small limit they would be killed in place of the task that
+// overran it. slurmstepd exempts itself (-1000) as root; here the
+// supervisor runs as the user, who may raise a score but not lower it
+// below 0: so the tasks start raised, the supervisor keeps 0, and srun
+// (started by a task) lowers its own back to 0 (ResetOOMScoreAdj).
+const TaskOOMScoreAdj = 500
+
+// setOOMScoreAdj sets this process's OOM score adjustment; it cannot fail
+// the step.
+func setOOMScoreAdj(v int) {
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(v)), 0)
+}
+
+// ResetOOMScoreAdj lowers this process's OOM score adjustment back to the
+// default if a step raised it (srun in a batch script: a helper of the
+// job, not its work).
+func ResetOOMScoreAdj() {
+	b, err := os.ReadFile("/proc/self/oom_score_adj")
+	if v, _ := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 0 && v <= TaskOOMScoreAdj {
+		setOOMScoreAdj(0)
+	}
 }
 
 // awaitDrained waits, at most max, until none of fds has bytes left to
