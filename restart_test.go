@@ -224,11 +224,11 @@ func (l *labT) stopDaemon(node string, sig syscall.Signal) {
 // step, as slurmd restarts under Slurm's steps: first a node that runs one
 // of its tasks (SIGTERM), while the tasks write output nobody reads, then
 // the node that runs the batch script and launched the step for its srun
-// (SIGKILL). The step runs on; its output, written before, during and
-// after the restarts, reaches the job's output once, in order per task;
-// srun reports the task that failed and exits with its code, and the step
-// is accounted FAILED 3:0 by the new daemon. A lab of its own (addresses
-// 127.0.94.x, ports 32217-32219).
+// (SIGKILL), then every daemon at once (SIGTERM). The step runs on; its
+// output, written before, during and after the restarts, reaches the
+// job's output once, in order per task; srun reports the task that failed
+// and exits with its code, and the step is accounted FAILED 3:0 by the
+// new daemon. A lab of its own (addresses 127.0.94.x, ports 32217-32219).
 func TestLabRestartKeepsSteps(t *testing.T) {
 	l, work := startRestartLab(t, "hpc-restart-steps-", "127.0.94.", 32217)
 	l.commandsOnPath(t)
@@ -265,6 +265,13 @@ func TestLabRestartKeepsSteps(t *testing.T) {
 	l.stopDaemon("node2", syscall.SIGKILL)
 	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
 		t.Fatalf("up after the crash: %d\n%s\n%s", code, out, errs)
+	}
+	// Every daemon at once, the controller's included (an upgrade).
+	for _, n := range []string{"node1", "node2", "node3"} {
+		l.stopDaemon(n, syscall.SIGTERM)
+	}
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up after stopping every daemon: %d\n%s\n%s", code, out, errs)
 	}
 	if err := os.WriteFile(filepath.Join(work, "go2"), nil, 0o644); err != nil {
 		t.Fatal(err)

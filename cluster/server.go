@@ -125,11 +125,9 @@ func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
 			writeErr(w, http.StatusBadRequest, err)
 			return
 		}
-		if d.isLeader() {
+		if d.isLeader() || !d.forward(w, r, id, body) {
 			h(w, r, id, body)
-			return
 		}
-		d.forward(w, r, id, body)
 	}
 }
 
@@ -146,21 +144,27 @@ func (d *Daemon) nodeRoute(h http.HandlerFunc) http.HandlerFunc {
 
 const hdrHops = "X-Hpc-Hops"
 
-func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+// forward passes a request on to the leader and answers with its answer.
+// It returns false, answering nothing, if this node became the leader
+// meanwhile: the request is then its own to handle.
+func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id Identity, body []byte) bool {
 	hops, _ := strconv.Atoi(r.Header.Get(hdrHops))
 	if hops >= 3 {
 		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader})
-		return
+		return true
 	}
 	target, err := d.waitLeader(r.Context())
+	if errors.Is(err, errSelfLeader) {
+		return false
+	}
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, err)
-		return
+		return true
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+target+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, err)
-		return
+		return true
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(hdrHops, strconv.Itoa(hops+1))
@@ -168,13 +172,17 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id Identity, bo
 	resp, err := d.http.Do(req)
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader, Detail: err.Error()})
-		return
+		return true
 	}
 	defer resp.Body.Close()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+	return true
 }
+
+// errSelfLeader: this node became the leader while a request waited for one.
+var errSelfLeader = errors.New("this node leads now")
 
 // waitLeader waits a few seconds for an election to finish.
 func (d *Daemon) waitLeader(ctx context.Context) (string, error) {
@@ -185,7 +193,7 @@ func (d *Daemon) waitLeader(ctx context.Context) (string, error) {
 			return addr, nil
 		}
 		if d.isLeader() {
-			return "", errors.New("leadership changed during the request; retry")
+			return "", errSelfLeader
 		}
 		if time.Now().After(deadline) {
 			if err == nil {
