@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -79,10 +80,26 @@ func stepInput(e *Env, prog string, o *runOpts, req *api.StepRequest) (restore f
 }
 
 // forwardInput sends srun's input to the step, piece by piece, then its
-// end; with --pty it also passes on srun's terminal size as it changes.
+// end; with --pty it also passes on srun's terminal size as it changes. A
+// piece that cannot be delivered (the node's daemon is being restarted) is
+// sent again until srun has attached to the step again (api.StepAttachWait
+// at most); the input stops when the step is over (ctx).
 func forwardInput(ctx context.Context, e *Env, cl *api.Client, req *api.StepRequest, step uint32) {
 	if req.Input == "" {
 		return
+	}
+	send := func(in api.StepInput) error {
+		deadline := time.Now().Add(api.StepAttachWait)
+		for {
+			err := cl.StepInput(ctx, in)
+			if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
 	}
 	if f, ok := e.Stdin.(*os.File); ok && req.Pty {
 		winch := make(chan os.Signal, 1)
@@ -105,13 +122,13 @@ func forwardInput(ctx context.Context, e *Env, cl *api.Client, req *api.StepRequ
 	for {
 		n, err := e.Stdin.Read(buf)
 		if n > 0 {
-			if cl.StepInput(ctx, api.StepInput{JobID: req.JobID, StepID: step, Data: append([]byte(nil), buf[:n]...)}) != nil {
+			if send(api.StepInput{JobID: req.JobID, StepID: step, Data: append([]byte(nil), buf[:n]...)}) != nil {
 				return // the step is over
 			}
 		}
 		if err != nil {
 			if err == io.EOF {
-				_ = cl.StepInput(ctx, api.StepInput{JobID: req.JobID, StepID: step, EOF: true})
+				_ = send(api.StepInput{JobID: req.JobID, StepID: step, EOF: true})
 			}
 			return
 		}
