@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -314,5 +316,45 @@ func TestLabRestartKeepsSteps(t *testing.T) {
 	acct, _, _ := l.run(0, l.top, "acct", "-P", "-n", "-j", fmt.Sprint(id), "-o", "JobID,State,ExitCode,NodeList")
 	if !strings.Contains(acct, fmt.Sprintf("%d.0|FAILED|3:0|node[2-3]\n", id)) {
 		t.Errorf("the step in sacct:\n%s", acct)
+	}
+
+	// srun's input goes on reaching its task across a restart of the
+	// daemon srun talks to (node1, the controller too), the task's node
+	// keeping its pipe.
+	in, feed := io.Pipe()
+	cmd := exec.Command(l.bin, "srun", "-w", "node2", "cat")
+	var catOut, catErr strings.Builder
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, &catOut, &catErr
+	cmd.Env = append(os.Environ(), "HPC_DIR="+l.dir, "HPC_SOCKET="+filepath.Join(l.dir, "node1", "hpc.sock"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(feed, "one\n")
+	for deadline := time.Now().Add(time.Minute); l.lastJob() == id; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("srun made no allocation")
+		}
+	}
+	l.waitState(l.lastJob(), "R")
+	time.Sleep(time.Second)
+	l.stopDaemon("node1", syscall.SIGKILL)
+	go func() {
+		io.WriteString(feed, "two\n") // waits in srun while the daemon is away
+		feed.Close()
+	}()
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up after the crash: %d\n%s\n%s", code, out, errs)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill() // input lost: cat never saw its end
+		err = <-waited
+	}
+	if err != nil || catOut.String() != "one\ntwo\n" {
+		t.Errorf("srun cat across a restart: %v, stdout %q, stderr %q", err, catOut.String(), catErr.String())
 	}
 }
