@@ -138,6 +138,11 @@ func startLab(t *testing.T, prefix string, nodes int, net string, api int, extra
 	out, errs, code := l.run(0, top, "up", "--dir", l.dir, "--config", conf)
 	t.Cleanup(func() {
 		l.run(0, top, "down", "--dir", l.dir)
+		for i := 1; i <= nodes && os.Getenv(labRaceEnv) != ""; i++ {
+			if b, _ := os.ReadFile(filepath.Join(l.dir, fmt.Sprintf("node%d", i), "hpc.log")); bytes.Contains(b, []byte("WARNING: DATA RACE")) {
+				t.Errorf("node%d's daemon found a data race", i)
+			}
+		}
 		if t.Failed() {
 			for i := 1; i <= nodes; i++ {
 				b, _ := os.ReadFile(filepath.Join(l.dir, fmt.Sprintf("node%d", i), "hpc.log"))
@@ -182,11 +187,19 @@ func newLabT(t *testing.T, prefix string) *labT {
 	t.Cleanup(func() { os.RemoveAll(top) })
 	os.Chmod(top, 0o755)
 	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
-	if out, err := exec.Command("go", "build", "-o", l.bin, ".").CombinedOutput(); err != nil {
+	args := []string{"build", "-o", l.bin}
+	if os.Getenv(labRaceEnv) != "" {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	return l
 }
+
+// labRaceEnv, when set, builds the labs' hpc with the race detector: a
+// daemon's log that reports a data race fails the test.
+const labRaceEnv = "HPC_LAB_RACE"
 
 // writeLabConfig writes config.Lab(nodes) moved to the addresses net* and
 // the ports api, api+1, api+2, with extra lines.

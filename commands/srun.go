@@ -462,6 +462,11 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 			if err := cl.SignalStep(sctx, jobID, s.ID, n); err != nil {
 				_, msg := errText(err)
 				con.printf("%s: error: signalling StepId=%d.%d: %s\n", prog, jobID, s.ID, msg)
+				if n == int(syscall.SIGKILL) {
+					// Its node's daemon is away: srun stops waiting, and
+					// the step, its launcher gone, ends on the nodes.
+					cancel()
+				}
 			}
 			scancel()
 		}
