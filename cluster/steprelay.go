@@ -67,13 +67,13 @@ func (r *stepRelay) stop() { r.timer.Stop() }
 // giveUp drops the share: nobody attached in time.
 func (r *stepRelay) giveUp() {
 	r.mu.Lock()
-	if r.out != nil || r.gone {
+	if r.out != nil || r.gone || r.isOver() {
 		r.mu.Unlock()
 		return
 	}
 	r.gone = true
 	if r.end != nil {
-		close(r.delivered)
+		r.over()
 	}
 	r.cond.Broadcast()
 	r.mu.Unlock()
@@ -120,7 +120,28 @@ func (r *stepRelay) detach(out *ndjson) {
 	defer r.mu.Unlock()
 	if r.out == out {
 		r.out = nil
-		r.timer.Reset(r.wait)
+		if !r.isOver() {
+			r.timer.Reset(r.wait)
+		}
+	}
+}
+
+// over marks the share over: its end has reached a launcher, or nobody is
+// to have it. Called with r.mu held; once is enough.
+func (r *stepRelay) over() {
+	if !r.isOver() {
+		close(r.delivered)
+		r.timer.Stop()
+	}
+}
+
+// isOver reports whether the share is over. Called with r.mu held.
+func (r *stepRelay) isOver() bool {
+	select {
+	case <-r.delivered:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -155,7 +176,7 @@ func (r *stepRelay) finish(e nodeEnd) {
 	r.end = &e
 	out, gone := r.out, r.gone
 	if gone {
-		close(r.delivered)
+		r.over()
 	}
 	r.mu.Unlock()
 	if out != nil {
@@ -171,12 +192,7 @@ func (r *stepRelay) sendEnd(out *ndjson, e *nodeEnd) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	select {
-	case <-r.delivered:
-	default:
-		close(r.delivered)
-		r.timer.Stop()
-	}
+	r.over()
 }
 
 // serve attaches a launcher's request to the relay and answers it until

@@ -141,3 +141,27 @@ func TestStepRelayGivesUp(t *testing.T) {
 		t.Fatalf("a launcher too late got %+v", f)
 	}
 }
+
+// A stream that breaks after the share's end reached it (an output write
+// that failed late) does not start a wait for another launcher: the share
+// is over, and nothing is abandoned or closed twice.
+func TestStepRelayOverStaysOver(t *testing.T) {
+	var abandoned atomic.Bool
+	rel := newStepRelay(20*time.Millisecond, func() { abandoned.Store(true) })
+	s := streamFrom(t, rel)
+	rel.finish(nodeEnd{})
+	if f := s.next(t); f.End == nil {
+		t.Fatalf("end frame %+v", f)
+	}
+	<-rel.delivered
+	out := newNDJSON(httptest.NewRecorder())
+	rel.mu.Lock()
+	rel.out = out // a stream a late write still had
+	rel.mu.Unlock()
+	rel.detach(out)
+	rel.giveUp()
+	time.Sleep(100 * time.Millisecond)
+	if abandoned.Load() {
+		t.Error("a share that was over was abandoned")
+	}
+}
