@@ -132,6 +132,7 @@ func (r *stepRelay) over() {
 	if !r.isOver() {
 		close(r.delivered)
 		r.timer.Stop()
+		r.cond.Broadcast()
 	}
 }
 
@@ -149,13 +150,13 @@ func (r *stepRelay) isOver() bool {
 func (r *stepRelay) send(f taskFrame) {
 	for {
 		r.mu.Lock()
-		for r.out == nil && !r.gone {
+		for r.out == nil && !r.gone && !r.isOver() {
 			r.cond.Wait()
 		}
 		out, gone := r.out, r.gone
 		r.mu.Unlock()
-		if gone || out.send(f) == nil {
-			return
+		if gone || out == nil || out.send(f) == nil {
+			return // nobody is to have it
 		}
 		r.detach(out)
 	}
