@@ -318,9 +318,9 @@ func TestLabRestartKeepsSteps(t *testing.T) {
 		t.Errorf("the step in sacct:\n%s", acct)
 	}
 
-	// srun's input goes on reaching its task across a restart of the
-	// daemon srun talks to (node1, the controller too), the task's node
-	// keeping its pipe.
+	// srun's input goes on reaching its task across a crash of the
+	// daemon srun talks to (node1, the controller too) and a restart of
+	// the task's node's daemon (node2), which writes it to the task.
 	in, feed := io.Pipe()
 	cmd := exec.Command(l.bin, "srun", "-w", "node2", "cat")
 	var catOut, catErr strings.Builder
@@ -338,13 +338,24 @@ func TestLabRestartKeepsSteps(t *testing.T) {
 	l.waitState(l.lastJob(), "R")
 	time.Sleep(time.Second)
 	l.stopDaemon("node1", syscall.SIGKILL)
+	wrote := make(chan struct{})
 	go func() {
 		io.WriteString(feed, "two\n") // waits in srun while the daemon is away
-		feed.Close()
+		close(wrote)
 	}()
 	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
 		t.Fatalf("up after the crash: %d\n%s\n%s", code, out, errs)
 	}
+	<-wrote
+	time.Sleep(time.Second)
+	l.stopDaemon("node2", syscall.SIGTERM)
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up after stopping node2: %d\n%s\n%s", code, out, errs)
+	}
+	go func() {
+		io.WriteString(feed, "three\n")
+		feed.Close()
+	}()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	var err error
@@ -354,7 +365,7 @@ func TestLabRestartKeepsSteps(t *testing.T) {
 		cmd.Process.Kill() // input lost: cat never saw its end
 		err = <-waited
 	}
-	if err != nil || catOut.String() != "one\ntwo\n" {
+	if err != nil || catOut.String() != "one\ntwo\nthree\n" {
 		t.Errorf("srun cat across a restart: %v, stdout %q, stderr %q", err, catOut.String(), catErr.String())
 	}
 }

@@ -533,9 +533,9 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		}
 		// The supervisor holds the read ends too (see supPlan.Keep); the
 		// label says where, for a new executor (reattach.go).
-		ends := make([][2]int, len(spec.Tasks))
+		ends := make([][3]int, len(spec.Tasks))
 		for i := range spec.Tasks {
-			for k, r := range []*os.File{tio.outR[i], tio.errR[i]} {
+			for k, r := range []*os.File{tio.outR[i], tio.errR[i], tio.inW[i]} {
 				if r != nil {
 					ends[i][k] = fd(r)
 					plan.Keep = append(plan.Keep, ends[i][k])

@@ -861,11 +861,21 @@ func crashHelper() int {
 				Env: env, Stdout: io.Discard, Stderr: io.Discard},
 			{Argv: []string{"/bin/sh", "-c", "while [ ! -e " + filepath.Join(dir, "u", "go43") + " ]; do sleep 0.05; done; head -c 60000 /dev/zero | tr '\\0' x >&2"},
 				Env: env, Stdout: io.Discard, Stderr: io.Discard}}},
+		// Reads input from this executor and the next.
+		{ID: "44.0", UID: nobody, GID: nobody, Tasks: []TaskSpec{
+			{Argv: []string{"/bin/sh", "-c", `read a; read b; echo "$a $b"`}, Env: env, Stdin: true, Stdout: io.Discard}}},
 	}
 	for _, spec := range steps {
-		if _, err := e.Launch(spec); err != nil {
+		s, err := e.Launch(spec)
+		if err != nil {
 			fmt.Println("FAIL", err)
 			return 1
+		}
+		if spec.ID == "44.0" {
+			if _, err := io.WriteString(s.Stdin(0), "before\n"); err != nil {
+				fmt.Println("FAIL", err)
+				return 1
+			}
 		}
 	}
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -946,7 +956,7 @@ func TestRestartReattaches(t *testing.T) {
 	for _, s := range e2.Reattached() {
 		steps[s.ID()] = s
 	}
-	if len(steps) != 4 || steps["40.batch"] == nil || steps["41.batch"] == nil || steps["42.0"] == nil || steps["43.0"] == nil {
+	if len(steps) != 5 || steps["40.batch"] == nil || steps["41.batch"] == nil || steps["42.0"] == nil || steps["43.0"] == nil || steps["44.0"] == nil {
 		t.Fatalf("re-attached %v", steps)
 	}
 	if len(e2.Reattached()) != 0 {
@@ -995,6 +1005,22 @@ func TestRestartReattaches(t *testing.T) {
 	}
 	if ends[0].ExitCode != 5 || ends[1] != (TaskResult{}) || r43.ExitCode != 5 || len(r43.Tasks) != 2 {
 		t.Errorf("re-attached task ends %+v, step %+v", ends, r43)
+	}
+	// Step 44's task gets the rest of its input from the new executor,
+	// and its end.
+	s44 := steps["44.0"]
+	var out44 bytes.Buffer
+	if err := s44.AttachTasks([]io.Writer{&out44}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if in := s44.Stdin(0); in == nil {
+		t.Error("a re-attached task that reads input has no Stdin")
+	} else {
+		io.WriteString(in, "after\n")
+		in.Close()
+	}
+	if r := s44.Wait(); r.ExitCode != 0 || out44.String() != "before after\n" {
+		t.Errorf("re-attached step with input: %+v, output %q", r, out44.String())
 	}
 	if err := steps["40.batch"].AttachTasks(nil, nil, nil); err == nil {
 		t.Error("a batch step's tasks attached")

@@ -39,35 +39,40 @@ const (
 )
 
 // ioLabel says which of the supervisor's descriptors are each task's
-// output read ends: "7:8,9:10" (task 0 reads stdout from 7 and stderr
-// from 8; 0 for none), a task on a terminal "t11:0" (its master).
-func ioLabel(ends [][2]int, tasks []TaskSpec) string {
+// output read ends and input writing end: "7:8:9,10:11:0" (task 0 reads
+// stdout from 7, stderr from 8, and its stdin is written to 9; 0 for
+// none), a task on a terminal "t12:0:0" (its master).
+func ioLabel(ends [][3]int, tasks []TaskSpec) string {
 	parts := make([]string, len(ends))
 	for i, e := range ends {
 		if tasks[i].TTY {
 			parts[i] = "t"
 		}
-		parts[i] += strconv.Itoa(e[0]) + ":" + strconv.Itoa(e[1])
+		parts[i] += strconv.Itoa(e[0]) + ":" + strconv.Itoa(e[1]) + ":" + strconv.Itoa(e[2])
 	}
 	return labelIO + "=" + strings.Join(parts, ",")
 }
 
 // parseIOLabel reads ioLabel back; nil if it is not one.
-func parseIOLabel(v string, ntasks int) (ends [][2]int, tty []bool) {
+func parseIOLabel(v string, ntasks int) (ends [][3]int, tty []bool) {
 	parts := strings.Split(v, ",")
 	if v == "" || len(parts) != ntasks {
 		return nil, nil
 	}
-	ends, tty = make([][2]int, ntasks), make([]bool, ntasks)
+	ends, tty = make([][3]int, ntasks), make([]bool, ntasks)
 	for i, p := range parts {
 		p, tty[i] = strings.CutPrefix(p, "t")
-		a, b, ok := strings.Cut(p, ":")
-		o, err1 := strconv.Atoi(a)
-		e, err2 := strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil || o < 0 || e < 0 {
+		f := strings.Split(p, ":")
+		if len(f) != 3 {
 			return nil, nil
 		}
-		ends[i] = [2]int{o, e}
+		for k := range f {
+			n, err := strconv.Atoi(f[k])
+			if err != nil || n < 0 {
+				return nil, nil
+			}
+			ends[i][k] = n
+		}
 	}
 	return ends, tty
 }
@@ -76,6 +81,7 @@ func parseIOLabel(v string, ntasks int) (ends [][2]int, tty []bool) {
 // from its supervisor, until a new owner attaches to it (AttachTasks).
 type reattachedIO struct {
 	outR, errR []*os.File // nil where a task has no such stream
+	inW        []*os.File // the tasks' stdin, nil where none
 	attached   chan struct{}
 	dropped    chan struct{}
 	once, drop sync.Once
@@ -87,7 +93,7 @@ type reattachedIO struct {
 // supervisor. Those it cannot have (a supervisor that has ended) are nil:
 // that output is lost, the ends are not.
 func takeIO(pidfd int, lab map[string]string, ntasks int) *reattachedIO {
-	rio := &reattachedIO{outR: make([]*os.File, ntasks), errR: make([]*os.File, ntasks),
+	rio := &reattachedIO{outR: make([]*os.File, ntasks), errR: make([]*os.File, ntasks), inW: make([]*os.File, ntasks),
 		attached: make(chan struct{}), dropped: make(chan struct{})}
 	ends, _ := parseIOLabel(lab[labelIO], ntasks)
 	if ends == nil || pidfd < 0 {
@@ -104,7 +110,7 @@ func takeIO(pidfd int, lab map[string]string, ntasks int) *reattachedIO {
 		return os.NewFile(uintptr(n), "task-output")
 	}
 	for i, e := range ends {
-		rio.outR[i], rio.errR[i] = get(e[0]), get(e[1])
+		rio.outR[i], rio.errR[i], rio.inW[i] = get(e[0]), get(e[1]), get(e[2])
 	}
 	return rio
 }
@@ -114,10 +120,10 @@ func takeIO(pidfd int, lab map[string]string, ntasks int) *reattachedIO {
 // copied into the writers (what they wrote meanwhile waited for it), a
 // task on a terminal gets input through Stdin again, and onEnd, if set,
 // gets each task's end, as TaskSpec's writers and StepSpec.OnTaskEnd
-// would have. Until then the tasks block once their pipes are full. Input
-// to the tasks' stdin pipes is lost with the daemon that wrote it: they
-// have read their input's end. A step whose output could not be taken
-// back (its supervisor had ended) gives only its ends.
+// would have. Until then the tasks block once their pipes are full. A
+// task that reads input (TaskSpec.Stdin) gets it through Stdin again. A
+// step whose output could not be taken back (its supervisor had ended)
+// gives only its ends.
 func (s *Step) AttachTasks(stdout, stderr []io.Writer, onEnd func(int, TaskResult)) error {
 	rio := s.reio
 	if rio == nil {
@@ -149,6 +155,16 @@ func (s *Step) AttachTasks(stdout, stderr []io.Writer, onEnd func(int, TaskResul
 	return err
 }
 
+// closeInputs closes this process's ends of the tasks' input once the
+// step has ended.
+func (rio *reattachedIO) closeInputs() {
+	for _, w := range rio.inW {
+		if w != nil {
+			w.Close()
+		}
+	}
+}
+
 // dropIO gives up waiting for an owner of a re-attached step's output.
 func (rio *reattachedIO) dropIO() {
 	rio.drop.Do(func() { close(rio.dropped) })
@@ -166,8 +182,10 @@ func (rio *reattachedIO) deliver(tasks []TaskResult) {
 				r.Close()
 			}
 		}
+		rio.closeInputs()
 		return
 	}
+	defer rio.closeInputs()
 	var wg sync.WaitGroup
 	for i := range tasks {
 		wg.Go(func() {
@@ -256,8 +274,11 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 		s.ttys = make([]*os.File, ntasks)
 		if _, tty := parseIOLabel(lab[labelIO], ntasks); tty != nil {
 			for i, m := range s.reio.outR {
-				if tty[i] && m != nil {
+				switch {
+				case tty[i] && m != nil:
 					s.ttys[i], s.inputs[i] = m, ttyInput{m}
+				case s.reio.inW[i] != nil:
+					s.inputs[i] = socketInput{s.reio.inW[i]}
 				}
 			}
 		}

@@ -27,9 +27,10 @@ type taskIO struct {
 	readers        []*os.File       // read ends
 	copied         []sync.WaitGroup // per task: both streams copied to EOF
 	// outR and errR are each task's read ends (a terminal's master for
-	// both streams of a task on one; nil for /dev/null), which a step's
-	// supervisor holds too: a new executor takes them back from it.
-	outR, errR []*os.File
+	// both streams of a task on one; nil for /dev/null), and inW the
+	// writing ends of their stdin (nil: none), which a step's supervisor
+	// holds too: a new executor takes them back from it.
+	outR, errR, inW []*os.File
 }
 
 // newTaskIO makes the pipes (and pseudo-terminals) and starts copying. On
@@ -38,7 +39,7 @@ func newTaskIO(tasks []TaskSpec, uid uint32) (*taskIO, error) {
 	n := len(tasks)
 	t := &taskIO{copied: make([]sync.WaitGroup, n), stdin: make([]*os.File, n),
 		inputs: make([]io.WriteCloser, n), ttys: make([]*os.File, n),
-		outR: make([]*os.File, n), errR: make([]*os.File, n)}
+		outR: make([]*os.File, n), errR: make([]*os.File, n), inW: make([]*os.File, n)}
 	fail := func(err error) (*taskIO, error) {
 		t.closeWriters()
 		t.closeInputs()
@@ -82,14 +83,42 @@ func newTaskIO(tasks []TaskSpec, uid uint32) (*taskIO, error) {
 		t.stdout = append(t.stdout, o)
 		t.stderr = append(t.stderr, e)
 		if ts.Stdin {
-			r, w, err := os.Pipe()
+			r, w, err := inputPair()
 			if err != nil {
 				return fail(err)
 			}
-			t.stdin[i], t.inputs[i] = r, w
+			t.stdin[i], t.inputs[i], t.inW[i] = r, socketInput{w}, w
 		}
 	}
 	return t, nil
+}
+
+// inputPair makes a task's stdin: a connected pair of stream sockets, the
+// task reading from one, this process writing to the other. Unlike a
+// pipe's, its end of input does not wait for every copy of the writing end
+// to close (shutdown(2) ends it): the step's supervisor holds a copy of the
+// writing end, so that the task's input survives the daemon that writes it
+// and a new daemon can take it back (see supPlan.Keep).
+func inputPair() (task, writer *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	_ = unix.Shutdown(fds[0], unix.SHUT_WR) // the task only reads
+	_ = unix.Shutdown(fds[1], unix.SHUT_RD)
+	return os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "stdin-writer"), nil
+}
+
+// socketInput writes to a task's stdin; closing it ends the task's input,
+// whoever else holds the socket.
+type socketInput struct{ f *os.File }
+
+func (s socketInput) Write(p []byte) (int, error) { return s.f.Write(p) }
+func (s socketInput) Close() error {
+	if c, err := s.f.SyscallConn(); err == nil {
+		_ = c.Control(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_WR) })
+	}
+	return s.f.Close()
 }
 
 // ttyInput writes to a task's terminal; closing it ends the task's input
