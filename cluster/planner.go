@@ -32,23 +32,47 @@ type leaderPlanner struct {
 	fixed sched.Snapshot
 	// running and pending are the jobs the planner holds, by id, with the
 	// pass that last saw them.
-	running map[uint64]seenRunning
-	pending map[uint64]seenJob
+	running map[uint64]seen[sched.RunningJob]
+	pending map[uint64]seen[sched.Job]
 	pass    uint64
 
 	// builds and passes count what plan did, for tests.
 	builds, passes int
 }
 
-type seenRunning struct {
-	job  sched.RunningJob
+// seen is a job the planner holds and the pass that last saw it.
+type seen[T any] struct {
+	job  T
 	pass uint64
 }
 
-type seenJob struct {
-	job  sched.Job
-	pass uint64
+// track records this pass's jobs in m: it returns those that are new or
+// changed (same says whether a job is unchanged) and the ids of those no
+// longer there, which it drops.
+func track[T any](m map[uint64]seen[T], jobs []T, id func(*T) uint64, same func(a, b *T) bool, pass uint64) (changed []T, gone []uint64) {
+	for i := range jobs {
+		j := &jobs[i]
+		old, ok := m[id(j)]
+		if !ok || !same(&old.job, j) {
+			changed = append(changed, *j)
+			old.job = *j
+		}
+		old.pass = pass
+		m[id(j)] = old
+	}
+	for k, v := range m {
+		if v.pass != pass {
+			gone = append(gone, k)
+			delete(m, k)
+		}
+	}
+	// Map order must not reach the planner.
+	slices.Sort(gone)
+	return changed, gone
 }
+
+func runningID(j *sched.RunningJob) uint64 { return j.ID }
+func pendingID(j *sched.Job) uint64        { return j.ID }
 
 // reset makes the next pass rebuild the planner.
 func (lp *leaderPlanner) reset() {
@@ -65,41 +89,8 @@ func (lp *leaderPlanner) plan(snap sched.Snapshot) sched.Result {
 		return lp.pl.Plan()
 	}
 	d := sched.Delta{Now: snap.Now}
-	for i := range snap.Running {
-		rj := &snap.Running[i]
-		old, ok := lp.running[rj.ID]
-		if !ok || !sameRunning(&old.job, rj) {
-			d.Started = append(d.Started, *rj)
-			old.job = *rj
-		}
-		old.pass = lp.pass
-		lp.running[rj.ID] = old
-	}
-	for id, r := range lp.running {
-		if r.pass != lp.pass {
-			d.Ended = append(d.Ended, id)
-			delete(lp.running, id)
-		}
-	}
-	for i := range snap.Pending {
-		j := &snap.Pending[i]
-		old, ok := lp.pending[j.ID]
-		if !ok || !sameJob(&old.job, j) {
-			d.Submitted = append(d.Submitted, *j)
-			old.job = *j
-		}
-		old.pass = lp.pass
-		lp.pending[j.ID] = old
-	}
-	for id, j := range lp.pending {
-		if j.pass != lp.pass {
-			d.Removed = append(d.Removed, id)
-			delete(lp.pending, id)
-		}
-	}
-	// Map order must not reach the planner.
-	slices.Sort(d.Ended)
-	slices.Sort(d.Removed)
+	d.Started, d.Ended = track(lp.running, snap.Running, runningID, sameRunning, lp.pass)
+	d.Submitted, d.Removed = track(lp.pending, snap.Pending, pendingID, sameJob, lp.pass)
 	lp.pl.Apply(d)
 	lp.pl.SetUsage(snap.Usage)
 	return lp.pl.Plan()
@@ -111,14 +102,10 @@ func (lp *leaderPlanner) rebuild(snap sched.Snapshot) {
 	lp.pl = sched.NewPlanner(snap)
 	lp.fixed = snap
 	lp.fixed.Running, lp.fixed.Pending, lp.fixed.Usage = nil, nil, nil
-	lp.running = make(map[uint64]seenRunning, len(snap.Running))
-	for _, rj := range snap.Running {
-		lp.running[rj.ID] = seenRunning{job: rj, pass: lp.pass}
-	}
-	lp.pending = make(map[uint64]seenJob, len(snap.Pending))
-	for _, j := range snap.Pending {
-		lp.pending[j.ID] = seenJob{job: j, pass: lp.pass}
-	}
+	lp.running = make(map[uint64]seen[sched.RunningJob], len(snap.Running))
+	lp.pending = make(map[uint64]seen[sched.Job], len(snap.Pending))
+	track(lp.running, snap.Running, runningID, sameRunning, lp.pass)
+	track(lp.pending, snap.Pending, pendingID, sameJob, lp.pass)
 }
 
 // sameFixed reports whether b has the same nodes, partitions, topology,
