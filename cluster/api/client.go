@@ -207,42 +207,42 @@ func (c *Client) JobControl(ctx context.Context, req JobControlRequest) ([]Cance
 // starts waiting; the step's event comes again then.
 func (c *Client) RunStep(ctx context.Context, req StepRequest, fn func(*StepEvent) error, lost func(error)) error {
 	var step *Step
+	track := func(ev *StepEvent) error {
+		if ev.Step != nil {
+			step = ev.Step
+		}
+		return fn(ev)
+	}
+	var deadline time.Time // while attaching again
 	for {
-		err := c.runStep(ctx, req, func(ev *StepEvent) error {
-			if ev.Step != nil {
-				step = ev.Step
-			}
-			return fn(ev)
-		})
+		err := c.runStep(ctx, req, track)
 		var se *streamError
-		if !errors.As(err, &se) || step == nil || ctx.Err() != nil {
+		var ae *Error
+		switch {
+		case err == nil || step == nil || ctx.Err() != nil:
+			return err
+		case errors.As(err, &se) && !se.before:
+			// The stream broke once the step ran: attach to it again.
+			if lost != nil {
+				lost(se.err)
+			}
+			req.Attach, req.StepID = true, step.ID
+			deadline = time.Now().Add(StepAttachWait)
+		case (errors.As(err, &se) || (errors.As(err, &ae) && ae.Message == ErrNoLeader)) && time.Now().Before(deadline):
+			// The node's daemon is not back (or not ready) yet.
+		default:
 			return err
 		}
-		if lost != nil {
-			lost(se.err)
-		}
-		req.Attach, req.StepID = true, step.ID
-		deadline := time.Now().Add(StepAttachWait)
-		for {
-			err = c.runStep(ctx, req, fn)
-			var ae *Error
-			retry := (errors.As(err, &se) && se.before) || (errors.As(err, &ae) && ae.Message == ErrNoLeader)
-			if !retry || ctx.Err() != nil || time.Now().After(deadline) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-		if !errors.As(err, &se) {
-			return err
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
-// StepAttachWait is how long srun tries to attach to its step again.
-const StepAttachWait = 3 * time.Minute
+// StepAttachWait is how long srun tries to attach to its step again (a
+// variable for tests).
+var StepAttachWait = 3 * time.Minute
 
 // streamError is a step's stream that broke (before: before it started,
 // the node being unreachable).
