@@ -35,6 +35,18 @@ func (d *Daemon) jobRunStorage(j *api.Job) (tmp, scratch string, err error) {
 	return tmp, scratch, err
 }
 
+// keepRunStorage records a run whose storage is in use already (a step a
+// new daemon re-attached to): the run's next steps share it.
+func (d *Daemon) keepRunStorage(jobID uint64, start time.Time) {
+	s := &d.runStore
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared == nil {
+		s.prepared = map[uint64]time.Time{}
+	}
+	s.prepared[jobID] = start
+}
+
 // forgetRunStorage drops a run once its $TMPDIR is gone.
 func (d *Daemon) forgetRunStorage(jobID uint64, start time.Time) {
 	s := &d.runStore

@@ -112,13 +112,7 @@ func (d *Daemon) adopt(s *exec.Step) *api.Job {
 	d.steps.steps[id] = s
 	d.steps.jobs[id] = &j
 	d.steps.mu.Unlock()
-	// Its $TMPDIR is in use: the job's next srun steps share it.
-	d.runStore.mu.Lock()
-	if d.runStore.prepared == nil {
-		d.runStore.prepared = map[uint64]time.Time{}
-	}
-	d.runStore.prepared[id] = j.StartTime
-	d.runStore.mu.Unlock()
+	d.keepRunStorage(id, j.StartTime) // the job's next srun steps share its $TMPDIR
 	go d.watch(&j, s, filepath.Join(d.o.Dir, "jobs", idText))
 	return &j
 }
@@ -149,15 +143,9 @@ func (d *Daemon) adoptTasks(s *exec.Step) *taskStep {
 		return nil
 	}
 	d.listTaskStep(job, uint32(step), ts)
-	// Its job's $TMPDIR is in use.
-	d.runStore.mu.Lock()
-	if d.runStore.prepared == nil {
-		d.runStore.prepared = map[uint64]time.Time{}
-	}
-	d.runStore.prepared[job] = tag.Start
-	d.runStore.mu.Unlock()
+	d.keepRunStorage(job, tag.Start)
 	ts.relay.expect()
-	go d.awaitTaskStep(job, uint32(step), ts, n)
+	go d.awaitTaskStep(job, uint32(step), ts, tag.First, n)
 	return ts
 }
 

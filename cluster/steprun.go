@@ -335,9 +335,10 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchReques
 	lost := func(err error) ([]api.TaskExit, nodeEnd) {
 		xs := sorted()
 		for k := range xs {
-			if !d.keepSteps.Load() {
-				_ = out.send(api.StepEvent{Exit: &xs[k]})
+			if d.keepSteps.Load() {
+				break // srun gets them from the daemon it attaches to next
 			}
+			_ = out.send(api.StepEvent{Exit: &xs[k]})
 		}
 		if ctx.Err() != nil {
 			return xs, nodeEnd{Cancelled: true}
@@ -777,7 +778,7 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		ts.cancelled.Store(true)
 		st.Kill(0)
 	}
-	go d.awaitTaskStep(j.ID, s.ID, ts, n)
+	go d.awaitTaskStep(j.ID, s.ID, ts, first, n)
 	ts.relay.serve(out, r.Context().Done())
 }
 
@@ -823,14 +824,10 @@ func (d *Daemon) forgetTaskStep(job uint64, step uint32, ts *taskStep) {
 }
 
 // awaitTaskStep passes a step's end on this node to its launcher once its
-// n tasks have ended; the step is forgotten once a launcher has it.
-func (d *Daemon) awaitTaskStep(job uint64, step uint32, ts *taskStep, n int) {
+// n tasks (the first of global rank first) have ended; the step is
+// forgotten once a launcher has it.
+func (d *Daemon) awaitTaskStep(job uint64, step uint32, ts *taskStep, first, n int) {
 	res := ts.step.Wait()
-	first := 0
-	var tag stepTag
-	if json.Unmarshal([]byte(ts.step.Tag()), &tag) == nil {
-		first = tag.First
-	}
 	if res.OOM && n > 0 {
 		ts.relay.send(taskFrame{Task: first, Stream: api.StreamStderr, Data: []byte(exec.OOMNotice(ts.step.ID(), res.OOMKills))})
 	}
