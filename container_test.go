@@ -50,13 +50,7 @@ func TestContainerImage(t *testing.T) {
 	if out, _, _ := l.run(0, l.top, "status"); !strings.Contains(out, "Steps:    containers") {
 		t.Skipf("steps do not run in containers here:\n%s", out)
 	}
-	bin := filepath.Join(l.top, "bin")
-	os.Mkdir(bin, 0o755)
-	if err := os.Symlink(l.bin, filepath.Join(bin, "srun")); err != nil {
-		t.Fatal(err)
-	}
-	// Batch scripts get the submitter's PATH: srun in them is this one.
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	l.commandsOnPath(t)
 	work := filepath.Join(l.top, "work")
 	os.Mkdir(work, 0o755)
 	os.Chown(work, nobody, nobody)

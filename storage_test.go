@@ -71,12 +71,7 @@ func TestStorageLab(t *testing.T) {
 		t.Errorf("hpc status does not show the storage:\n%s", out)
 	}
 
-	bin := filepath.Join(l.top, "bin")
-	os.Mkdir(bin, 0o755)
-	if err := os.Symlink(l.bin, filepath.Join(bin, "srun")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	l.commandsOnPath(t)
 	userDir := filepath.Join(l.top, "nobody-work")
 	os.Mkdir(userDir, 0o755)
 	os.Chown(userDir, nobody, nobody)
