@@ -178,7 +178,7 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		os.RemoveAll(filepath.Dir(script))
 		now := time.Now()
-		go d.jobEnded(&jc, jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: err.Error(), Start: now, End: now})
+		go d.jobEnded(&jc, api.JobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: err.Error(), Start: now, End: now})
 		writeJSON(w, struct{}{})
 		return
 	}
@@ -204,7 +204,7 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) watch(j *api.Job, step *exec.Step, dir string) {
 	res := step.Wait()
 	os.RemoveAll(dir)
-	e := jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: res.ExitCode, Signal: res.Signal, OOM: res.OOM, Start: res.Start, End: res.End,
+	e := api.JobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: res.ExitCode, Signal: res.Signal, OOM: res.OOM, Start: res.Start, End: res.End,
 		Usage: stepUsage(res.Usage, d.o.Name)}
 	if res.Err != nil {
 		e.Error = res.Err.Error()
@@ -219,7 +219,7 @@ func (d *Daemon) watch(j *api.Job, step *exec.Step, dir string) {
 // srun released ends with the status they gave; the job's steps on every
 // node of the allocation are killed and its $TMPDIRs removed; the end is
 // reported to the leader until the leader has committed it.
-func (d *Daemon) jobEnded(j *api.Job, e jobEnd) {
+func (d *Daemon) jobEnded(j *api.Job, e api.JobEnd) {
 	d.forgetRunning(j.ID)
 	d.steps.mu.Lock()
 	delete(d.steps.steps, j.ID)

@@ -24,6 +24,7 @@ import (
 	"hpc/accounting"
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/cluster/fsm"
 	"hpc/exec"
 )
 
@@ -45,7 +46,7 @@ type Options struct {
 
 	// afterStart, for tests, runs on the leader between the commit of
 	// jobs' starts and their launch.
-	afterStart func([]jobStart)
+	afterStart func([]fsm.JobStart)
 }
 
 // Daemon is one running node: gossip member, Raft voter when the node is a
@@ -69,7 +70,7 @@ type Daemon struct {
 
 	list  *memberlist.Memberlist
 	raft  *raft.Raft
-	fsm   *FSM
+	fsm   *fsm.FSM
 	acct  *accounting.Store
 	bolt  *raftboltdb.BoltStore
 	exec  *exec.Executor
@@ -166,8 +167,8 @@ func (d *Daemon) startRaft() error {
 		return fmt.Errorf("open accounting: %w", err)
 	}
 	d.acct = acct
-	d.fsm = newFSM(d.cfg, acct, d.log)
-	d.fsm.notify = func(string) { d.wake() }
+	d.fsm = fsm.New(d.cfg, acct, d.log)
+	d.fsm.OnApply(func(fsm.Type) { d.wake() })
 
 	bolt, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
 	if err != nil {
@@ -373,20 +374,20 @@ func (d *Daemon) shutdownOnce(keepSteps bool) {
 	_ = os.Remove(d.o.Socket)
 }
 
-// propose commits a command through Raft on the leader.
-func (d *Daemon) propose(c command) (applyResult, error) {
+// propose commits an operation through Raft on the leader.
+func (d *Daemon) propose(op fsm.Op) (fsm.Result, error) {
 	if d.raft == nil {
-		return applyResult{}, &api.Error{Message: api.ErrNoLeader}
+		return fsm.Result{}, &api.Error{Message: api.ErrNoLeader}
 	}
-	data, err := json.Marshal(c)
+	data, err := fsm.Encode(op)
 	if err != nil {
-		return applyResult{}, err
+		return fsm.Result{}, err
 	}
 	f := d.raft.Apply(data, applyTimeout)
 	if err := f.Error(); err != nil {
-		return applyResult{}, fmt.Errorf("commit %s: %w", c.Op, err)
+		return fsm.Result{}, fmt.Errorf("commit %T: %w", op, err)
 	}
-	res, _ := f.Response().(applyResult)
+	res, _ := f.Response().(fsm.Result)
 	return res, res.Err
 }
 

@@ -29,6 +29,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// testConfig is the config of a 3-node lab.
+func testConfig(t *testing.T) *config.Config {
+	t.Helper()
+	cfg, err := config.LabConfig(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // startOne starts a real one-node cluster (Raft, gossip, API, plain-process
 // agent) on a loopback address of its own.
 func startOne(t *testing.T) (*Daemon, *api.Client) {

@@ -1,12 +1,17 @@
-// Package cluster is the node daemon: every node runs one. It joins the
-// gossip ring (memberlist), and on controller nodes (SlurmctldHost lines)
-// takes part in Raft, whose state machine (fsm.go) holds jobs and node
-// states and writes each controller's accounting store. The leader's loop
-// (leader.go) turns gossip into node states and runs sched over a snapshot,
-// committing its decisions; the agent (agent.go) runs batch steps through
-// exec and reports their ends. The HTTP/JSON API (server.go) listens on a
-// unix socket for local clients, whose identity comes from peer
-// credentials, and on TCP for other nodes, whose requests are signed with
-// the cluster key (auth.go); followers forward to the leader. It may import
-// sched, exec, accounting and its own subpackages (api, config, hostlist).
+// Package cluster is the node daemon, and the composition root of the
+// packages below it: every node runs one Daemon. It joins the gossip ring
+// (memberlist) and, on controller nodes (SlurmctldHost lines), takes part
+// in Raft, whose state machine is cluster/fsm. It holds the daemon's
+// wiring (daemon.go), the HTTP/JSON API and its routes (server.go: a unix
+// socket for local clients, whose identity comes from peer credentials,
+// and TCP for other nodes, whose requests are signed with the cluster key,
+// auth.go; followers forward to the leader), the leader's loop (leader.go:
+// node states from gossip, a scheduling pass over a snapshot of the state,
+// its decisions committed through Raft), and the node agent that runs
+// batch steps and srun steps through exec (agent.go, steprun.go) and
+// reports their ends.
+//
+// It may import sched, exec, accounting and its subpackages: acct, api,
+// config, fsm, hostlist, jobspec. Nothing in the project below it imports
+// it.
 package cluster

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 )
 
 // waitReason waits until a pending job shows the reason.
@@ -224,7 +225,7 @@ func TestCancelBeforeLaunch(t *testing.T) {
 	var cancelErr error
 	_, cl := startOneWith(t, func(o *Options) {
 		sock := o.Socket
-		o.afterStart = func(starts []jobStart) {
+		o.afterStart = func(starts []fsm.JobStart) {
 			once.Do(func() {
 				c := api.NewClient(sock)
 				_, cancelErr = c.Cancel(context.Background(), api.CancelRequest{JobIDs: []uint64{starts[0].JobID}})

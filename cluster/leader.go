@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 	"hpc/sched"
 )
 
@@ -90,7 +91,7 @@ func (d *Daemon) reconcileNodes() {
 	}
 	type change struct{ node, state, why string }
 	var changes []change
-	d.fsm.view(func(st *state) {
+	d.fsm.View(func(st *fsm.State) {
 		for _, n := range d.cfg.Nodes {
 			ns := st.Nodes[n.Name]
 			switch {
@@ -104,7 +105,7 @@ func (d *Daemon) reconcileNodes() {
 		}
 	})
 	for _, c := range changes {
-		if _, err := d.propose(command{Op: opNodeState, Time: now, Node: c.node, State: c.state, Why: c.why}); err != nil {
+		if _, err := d.propose(&fsm.NodeStateChange{Time: now, Node: c.node, State: c.state, Why: c.why}); err != nil {
 			d.log.Warn("node state commit failed", "node", c.node, "err", err)
 			return
 		}
@@ -134,13 +135,13 @@ func (d *Daemon) schedule() {
 	if len(res.Preempt) > 0 {
 		d.preempt(res.Preempt)
 	}
-	var starts []jobStart
+	var starts []fsm.JobStart
 	for _, s := range res.Starts {
 		if len(s.Preempts) > 0 {
 			continue // it starts once the jobs it preempts have ended
 		}
 		j := jobs[s.JobID]
-		js := jobStart{JobID: s.JobID, Alloc: apiAlloc(s.Alloc), Partition: s.Partition, TimeLimitMin: -1}
+		js := fsm.JobStart{JobID: s.JobID, Alloc: apiAlloc(s.Alloc), Partition: s.Partition, TimeLimitMin: -1}
 		if s.TimeLimit > 0 {
 			js.TimeLimitMin = int64(s.TimeLimit / time.Minute)
 		}
@@ -156,7 +157,7 @@ func (d *Daemon) schedule() {
 	if len(starts) == 0 {
 		return
 	}
-	if _, err := d.propose(command{Op: opStart, Time: now, Starts: starts}); err != nil {
+	if _, err := d.propose(&fsm.Start{Time: now, Starts: starts}); err != nil {
 		d.log.Warn("allocation commit failed", "err", err)
 		return
 	}
@@ -164,7 +165,7 @@ func (d *Daemon) schedule() {
 		d.o.afterStart(starts)
 	}
 	for _, s := range starts {
-		j, _ := d.fsm.job(s.JobID)
+		j, _ := d.fsm.Job(s.JobID)
 		switch {
 		case j == nil || !j.StartTime.Equal(now):
 		case j.State == api.StateRunning:
@@ -173,8 +174,8 @@ func (d *Daemon) schedule() {
 			// Cancelled (or requeued) between its start and its launch:
 			// nothing runs yet, so it ends here. Left alone it would stay
 			// COMPLETING for ever, its batch host never knowing of it.
-			e := &jobEnd{JobID: j.ID, Node: j.BatchHost, Start: now, End: now}
-			if _, err := d.propose(command{Op: opEnd, Time: d.now(), End: e}); err != nil {
+			e := api.JobEnd{JobID: j.ID, Node: j.BatchHost, Start: now, End: now}
+			if _, err := d.propose(&fsm.End{Time: d.now(), End: e}); err != nil {
 				d.log.Warn("ending a job cancelled before its launch failed", "job", j.ID, "err", err)
 			}
 		}
@@ -191,10 +192,10 @@ func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, m
 	}
 	jobs := map[uint64]*api.Job{}
 	var throttled map[uint64]bool
-	d.fsm.view(func(st *state) {
-		throttled = arrayThrottled(st)
+	d.fsm.View(func(st *fsm.State) {
+		throttled = st.ArrayThrottled()
 		snap.Nodes = schedNodes(d.cfg, st)
-		snap.QOS, snap.Assocs = st.Acct.schedInputs()
+		snap.QOS, snap.Assocs = st.Acct.SchedInputs()
 		for _, j := range st.Jobs {
 			switch j.State {
 			case api.StateRunning, api.StateCompleting:
@@ -234,7 +235,7 @@ func (d *Daemon) testOnly(j *api.Job) (sched.JobResult, error) {
 	now := d.now()
 	snap, _, _ := d.snapshot(now)
 	var next uint64
-	d.fsm.view(func(st *state) { next = st.NextJobID })
+	d.fsm.View(func(st *fsm.State) { next = st.NextJobID })
 	j.ID, j.SubmitTime = next, now
 	snap.Pending = append(snap.Pending, parseRequest(j))
 	res := sched.Schedule(snap)
@@ -250,25 +251,25 @@ func (d *Daemon) testOnly(j *api.Job) (sched.JobResult, error) {
 // their resources free up when they end, and the job that needs them
 // starts in a later pass.
 func (d *Daemon) preempt(ps []sched.Preemption) {
-	var marks []preemptMark
-	d.fsm.view(func(st *state) {
+	var marks []fsm.PreemptMark
+	d.fsm.View(func(st *fsm.State) {
 		for _, p := range ps {
 			// A job already preempted is ending: marking and signalling it
 			// again would only wake the loop for another pass.
 			if j := st.Jobs[p.JobID]; j != nil && j.State == api.StateRunning && j.Preempted == "" {
-				marks = append(marks, preemptMark{JobID: p.JobID, Mode: string(p.Mode)})
+				marks = append(marks, fsm.PreemptMark{JobID: p.JobID, Mode: string(p.Mode)})
 			}
 		}
 	})
 	if len(marks) == 0 {
 		return
 	}
-	if _, err := d.propose(command{Op: opPreempt, Time: d.now(), Preempts: marks}); err != nil {
+	if _, err := d.propose(&fsm.Preempt{Preempts: marks}); err != nil {
 		d.log.Warn("preemption commit failed", "err", err)
 		return
 	}
 	for _, m := range marks {
-		if j, _ := d.fsm.job(m.JobID); j != nil && j.State == api.StateCompleting {
+		if j, _ := d.fsm.Job(m.JobID); j != nil && j.State == api.StateCompleting {
 			d.log.Info("preempting", "job", j.ID, "mode", m.Mode)
 			go d.signalJob(j, 0)
 		}
@@ -280,7 +281,7 @@ func (d *Daemon) preempt(ps []sched.Preemption) {
 func (d *Daemon) enforceTimeLimits() {
 	now := d.now()
 	var over []*api.Job
-	d.fsm.view(func(st *state) {
+	d.fsm.View(func(st *fsm.State) {
 		for _, j := range st.Jobs {
 			lim := j.Spec.TimeLimitMin
 			if j.State != api.StateRunning || j.TimedOut || lim <= 0 {
@@ -300,7 +301,7 @@ func (d *Daemon) enforceTimeLimits() {
 		ids[i] = j.ID
 	}
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-	if _, err := d.propose(command{Op: opTimeout, Time: now, JobIDs: ids}); err != nil {
+	if _, err := d.propose(&fsm.Timeout{JobIDs: ids}); err != nil {
 		d.log.Warn("timeout commit failed", "err", err)
 		return
 	}
@@ -315,7 +316,7 @@ func (d *Daemon) enforceTimeLimits() {
 func (d *Daemon) purgeOldJobs() {
 	cutoff := d.now().Add(-time.Duration(d.cfg.MinJobAge) * time.Second)
 	var ids []uint64
-	d.fsm.view(func(st *state) {
+	d.fsm.View(func(st *fsm.State) {
 		for id, j := range st.Jobs {
 			if j.State.Final() && j.EndTime.Before(cutoff) {
 				ids = append(ids, id)
@@ -326,7 +327,7 @@ func (d *Daemon) purgeOldJobs() {
 		return
 	}
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-	if _, err := d.propose(command{Op: opPurge, Time: d.now(), JobIDs: ids}); err != nil {
+	if _, err := d.propose(&fsm.Purge{JobIDs: ids}); err != nil {
 		d.log.Warn("purge commit failed", "err", err)
 	}
 }
@@ -412,7 +413,7 @@ func (d *Daemon) launch(j *api.Job) {
 	}
 	d.log.Warn("launch failed", "job", j.ID, "node", j.BatchHost, "err", err)
 	now := d.now()
-	_, _ = d.propose(command{Op: opEnd, Time: now, End: &jobEnd{
+	_, _ = d.propose(&fsm.End{Time: now, End: api.JobEnd{
 		JobID: j.ID, Node: j.BatchHost, ExitCode: 1, Error: "launch failed: " + err.Error(), Start: now, End: now,
 	}})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 	"hpc/cluster/hostlist"
 )
 
@@ -203,7 +204,7 @@ func (d *Daemon) runPrologs(j *api.Job) bool {
 	d.log.Warn("prolog failed; requeueing the job", "job", j.ID, "nodes", failed, "err", callErr)
 	now := d.now()
 	for _, n := range failed {
-		if _, err := d.propose(command{Op: opNodeState, Time: now, Node: n, State: "DRAIN", Why: reasonPrologError}); err != nil {
+		if _, err := d.propose(&fsm.NodeStateChange{Time: now, Node: n, State: "DRAIN", Why: reasonPrologError}); err != nil {
 			d.log.Warn("drain after a failed prolog failed", "node", n, "err", err)
 		}
 	}
@@ -213,10 +214,10 @@ func (d *Daemon) runPrologs(j *api.Job) bool {
 	if _, ok := d.cfg.SchedulerParameters["nohold_on_prolog_fail"]; ok {
 		hold = ""
 	}
-	if _, err := d.propose(command{Op: opRequeue, Time: now, JobIDs: []uint64{j.ID}, Hold: hold}); err != nil {
+	if _, err := d.propose(&fsm.Requeue{JobIDs: []uint64{j.ID}, Hold: hold}); err != nil {
 		d.log.Warn("requeue after a failed prolog failed", "job", j.ID, "err", err)
 	}
-	if _, err := d.propose(command{Op: opEnd, Time: now, End: &jobEnd{JobID: j.ID, Node: j.BatchHost, Start: now, End: now}}); err != nil {
+	if _, err := d.propose(&fsm.End{Time: now, End: api.JobEnd{JobID: j.ID, Node: j.BatchHost, Start: now, End: now}}); err != nil {
 		d.log.Warn("requeue after a failed prolog failed", "job", j.ID, "err", err)
 	}
 	return false

@@ -191,7 +191,7 @@ func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, 
 		}
 		d.log.Warn("a running job's batch step is missing from this node", "job", j.ID)
 		t := time.Now()
-		go d.jobEnded(&j, jobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: reasonBatchMissing, Start: j.StartTime, End: t})
+		go d.jobEnded(&j, api.JobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: reasonBatchMissing, Start: j.StartTime, End: t})
 	}
 	// Re-attached srun steps of job runs the controller has ended.
 	for _, ts := range shares {

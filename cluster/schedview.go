@@ -10,6 +10,7 @@ import (
 	"hpc/accounting"
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/cluster/fsm"
 	"hpc/cluster/hostlist"
 	"hpc/sched"
 )
@@ -139,7 +140,7 @@ func schedPartitions(cfg *config.Config) []sched.Partition {
 	return out
 }
 
-func schedNodes(cfg *config.Config, st *state) []sched.Node {
+func schedNodes(cfg *config.Config, st *fsm.State) []sched.Node {
 	out := make([]sched.Node, 0, len(cfg.Nodes))
 	for _, n := range cfg.Nodes {
 		sn := sched.Node{Name: n.Name, CPUs: n.CPUs, MemMB: n.RealMemoryMB, Features: n.Features, Weight: n.Weight, State: sched.NodeDown}
@@ -302,7 +303,7 @@ func parseGPUCount(s string) (typ string, n int) {
 // the same name and user). Items joined with ',' must all hold, with '?'
 // any one. Jobs no longer known (purged, or never existed) count as
 // satisfied, as slurmctld drops dependencies on unknown jobs.
-func dependencyState(j *api.Job, st *state) sched.DependencyState {
+func dependencyState(j *api.Job, st *fsm.State) sched.DependencyState {
 	dep := j.Spec.Dependency
 	if dep == "" {
 		return sched.DependencyNone
@@ -335,7 +336,7 @@ func dependencyState(j *api.Job, st *state) sched.DependencyState {
 	return sched.DependencyPending
 }
 
-func allNever(dep string, j *api.Job, st *state) bool {
+func allNever(dep string, j *api.Job, st *fsm.State) bool {
 	for _, item := range strings.Split(dep, "?") {
 		if _, nv := dependencyItem(item, j, st); !nv {
 			return false
@@ -346,7 +347,7 @@ func allNever(dep string, j *api.Job, st *state) bool {
 
 // dependencyItem says whether one item holds now, and whether it never
 // can.
-func dependencyItem(item string, j *api.Job, st *state) (ok, never bool) {
+func dependencyItem(item string, j *api.Job, st *fsm.State) (ok, never bool) {
 	kind, ids, _ := strings.Cut(strings.TrimSpace(item), ":")
 	if kind == "singleton" {
 		for _, o := range st.Jobs {

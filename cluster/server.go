@@ -20,6 +20,7 @@ import (
 
 	"hpc/accounting"
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 )
 
 type bodyKey struct{}
@@ -240,7 +241,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id Identit
 		userErr(w, err)
 		return
 	}
-	res, err := d.propose(command{Op: opSubmit, Time: d.now(), Job: job})
+	res, err := d.propose(&fsm.Submit{Time: d.now(), Job: job})
 	if err != nil {
 		userErr(w, err)
 		return
@@ -269,7 +270,7 @@ func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id Ident
 	if start.IsZero() {
 		start = d.now()
 	}
-	writeJSON(w, api.TestOnlyResponse{JobID: job.ID, Start: start, CPUs: reqCPUs(&job.Spec), Nodes: res.ExpectedNodes, Partition: res.Partition})
+	writeJSON(w, api.TestOnlyResponse{JobID: job.ID, Start: start, CPUs: job.Spec.ReqCPUs(), Nodes: res.ExpectedNodes, Partition: res.Partition})
 }
 
 // newJob reads a submission and makes the job record: the spec checked
@@ -292,8 +293,8 @@ func (d *Daemon) newJob(id Identity, body []byte) (*api.Job, error) {
 		job.Hold = "user"
 	}
 	var assocErr error
-	d.fsm.view(func(st *state) {
-		acct, qos, err := st.Acct.jobAssoc(id.User, spec.Account, spec.QOS)
+	d.fsm.View(func(st *fsm.State) {
+		acct, qos, err := st.Acct.JobAssoc(id.User, spec.Account, spec.QOS)
 		switch {
 		case err == nil:
 			job.Account, job.Spec.QOS = acct, qos
@@ -306,7 +307,7 @@ func (d *Daemon) newJob(id Identity, body []byte) (*api.Job, error) {
 
 func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
 	var out api.JobsResponse
-	d.fsm.view(func(st *state) {
+	d.fsm.View(func(st *fsm.State) {
 		out.Jobs = make([]api.Job, 0, len(st.Jobs))
 		for _, j := range st.Jobs {
 			out.Jobs = append(out.Jobs, *j)
@@ -321,7 +322,7 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id Identity,
 
 func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
 	var out api.NodesResponse
-	d.fsm.view(func(st *state) { out = nodesView(d.cfg, st) })
+	d.fsm.View(func(st *fsm.State) { out = nodesView(d.cfg, st) })
 	writeJSON(w, out)
 }
 
@@ -334,7 +335,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 	var out api.CancelResponse
 	// An array's id stands for all of its tasks, as in scancel.
 	var tasks []uint64
-	d.fsm.view(func(st *state) {
+	d.fsm.View(func(st *fsm.State) {
 		for _, jid := range req.JobIDs {
 			if j := st.Jobs[jid]; j != nil && j.ArrayJobID == jid {
 				for _, t := range st.Jobs {
@@ -348,7 +349,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 	sort.Slice(tasks, func(a, b int) bool { return tasks[a] < tasks[b] })
 	for _, jid := range append(append([]uint64(nil), req.JobIDs...), tasks...) {
 		res := api.CancelResult{JobID: jid}
-		j, _ := d.fsm.job(jid)
+		j, _ := d.fsm.Job(jid)
 		switch {
 		case j == nil:
 			res.Error = api.ErrInvalidJobID
@@ -364,9 +365,9 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 				res.Error = err.Error()
 			}
 		default:
-			if _, err := d.propose(command{Op: opCancel, Time: d.now(), JobID: jid, UID: id.UID}); err != nil {
+			if _, err := d.propose(&fsm.Cancel{Time: d.now(), JobID: jid, UID: id.UID}); err != nil {
 				res.Error = err.Error()
-			} else if j, _ = d.fsm.job(jid); j != nil && j.State == api.StateCompleting {
+			} else if j, _ = d.fsm.Job(jid); j != nil && j.State == api.StateCompleting {
 				// As the cancel left it: a job that started after the
 				// read above is killed too.
 				go d.signalJob(j, 0)
@@ -466,7 +467,7 @@ func (d *Daemon) pollJob(w http.ResponseWriter, r *http.Request, done func(*api.
 	}
 	deadline := time.After(timeout)
 	for {
-		j, changed := d.fsm.job(jid)
+		j, changed := d.fsm.Job(jid)
 		if j == nil {
 			writeErr(w, http.StatusNotFound, &api.Error{Message: api.ErrInvalidJobID})
 			return nil
@@ -545,12 +546,12 @@ func memberState(s memberlist.NodeStateType) string {
 }
 
 func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
-	var e jobEnd
+	var e api.JobEnd
 	if err := json.Unmarshal(body, &e); err != nil {
 		writeErr(w, http.StatusBadRequest, err)
 		return
 	}
-	if _, err := d.propose(command{Op: opEnd, Time: d.now(), End: &e}); err != nil {
+	if _, err := d.propose(&fsm.End{Time: d.now(), End: e}); err != nil {
 		writeErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
@@ -577,18 +578,19 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id Ide
 	var out api.JobControlResponse
 	for _, jid := range req.JobIDs {
 		res := api.CancelResult{JobID: jid}
-		j, _ := d.fsm.job(jid)
-		c := command{Time: d.now(), JobIDs: []uint64{jid}}
+		j, _ := d.fsm.Job(jid)
+		var op fsm.Op
 		switch req.Action {
 		case "hold", "uhold":
-			c.Op, c.Hold = opHold, "user"
+			hold := "user"
 			if req.Action == "hold" && id.UID == 0 {
-				c.Hold = "admin"
+				hold = "admin"
 			}
+			op = &fsm.Hold{JobIDs: []uint64{jid}, Hold: hold}
 		case "release":
-			c.Op = opHold
+			op = &fsm.Hold{JobIDs: []uint64{jid}}
 		case "requeue":
-			c.Op = opRequeue
+			op = &fsm.Requeue{JobIDs: []uint64{jid}}
 		default:
 			writeErr(w, http.StatusBadRequest, &api.Error{Message: "unknown job control action " + req.Action})
 			return
@@ -603,7 +605,7 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id Ide
 		case req.Action == "requeue" && j.State != api.StateRunning:
 			res.Error = api.ErrJobNotPendingOrRun
 		default:
-			if _, err := d.propose(c); err != nil {
+			if _, err := d.propose(op); err != nil {
 				res.Error = err.Error()
 			} else if req.Action == "requeue" {
 				go d.signalJob(j, 0)
@@ -617,7 +619,7 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id Ide
 // handlePriority answers sprio from the leader's last scheduling pass.
 func (d *Daemon) handlePriority(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
 	jobs := map[uint64]*api.Job{}
-	d.fsm.view(func(st *state) {
+	d.fsm.View(func(st *fsm.State) {
 		for jid, j := range st.Jobs {
 			if j.State == api.StatePending {
 				cp := *j

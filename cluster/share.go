@@ -8,6 +8,7 @@ import (
 
 	"hpc/accounting"
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 	"hpc/sched"
 )
 
@@ -21,9 +22,9 @@ func (d *Daemon) registerShareRoutes(mux *http.ServeMux) {
 // jobs: enough for fair-share.
 func (d *Daemon) shareSnapshot(now time.Time) sched.Snapshot {
 	snap := sched.Snapshot{Now: now, Config: schedConfig(d.cfg), Partitions: schedPartitions(d.cfg)}
-	d.fsm.view(func(st *state) {
+	d.fsm.View(func(st *fsm.State) {
 		snap.Nodes = schedNodes(d.cfg, st)
-		snap.QOS, snap.Assocs = st.Acct.schedInputs()
+		snap.QOS, snap.Assocs = st.Acct.SchedInputs()
 		for _, j := range st.Jobs {
 			if j.State == api.StateRunning || j.State == api.StateCompleting {
 				snap.Running = append(snap.Running, runningJob(j))
@@ -92,8 +93,8 @@ func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id Identit
 	for _, n := range d.cfg.Nodes {
 		out.TotalCPUs += int64(n.CPUs)
 	}
-	d.fsm.view(func(st *state) {
-		for _, a := range st.Acct.resolved() {
+	d.fsm.View(func(st *fsm.State) {
+		for _, a := range st.Acct.Resolved() {
 			out.Assocs = append(out.Assocs, api.ShareRow{Account: a.Account, User: a.User, Depth: a.Depth, RawShares: a.Shares})
 		}
 	})

@@ -14,6 +14,7 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 	"hpc/cluster/hostlist"
+	"hpc/cluster/jobspec"
 )
 
 // The environment of every step, batch or srun, is built here, in one
@@ -173,11 +174,11 @@ func (d *Daemon) jobVars(j *api.Job) map[string]string {
 	if j.ArrayJobID != 0 {
 		set["SLURM_ARRAY_JOB_ID"] = strconv.FormatUint(j.ArrayJobID, 10)
 		set["SLURM_ARRAY_TASK_ID"] = strconv.Itoa(j.ArrayTaskID)
-		if idx, _, err := parseArray(j.Spec.Array); err == nil {
+		if idx, _, err := jobspec.ParseArray(j.Spec.Array); err == nil {
 			set["SLURM_ARRAY_TASK_COUNT"] = strconv.Itoa(len(idx))
 			set["SLURM_ARRAY_TASK_MIN"] = strconv.Itoa(idx[0])
 			set["SLURM_ARRAY_TASK_MAX"] = strconv.Itoa(idx[len(idx)-1])
-			set["SLURM_ARRAY_TASK_STEP"] = strconv.Itoa(arrayStep(idx))
+			set["SLURM_ARRAY_TASK_STEP"] = strconv.Itoa(jobspec.ArrayStep(idx))
 		}
 	}
 	if j.Spec.CPUsPerTask > 0 {

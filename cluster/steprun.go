@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 	"hpc/exec"
 )
 
@@ -308,7 +309,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 		d.log.Warn("step end not committed", "job", j.ID, "step", s.ID, "err", err)
 	}
 	if done.State == "" {
-		done.State = stepEndState(j, report)
+		done.State = j.StepEndState(report)
 	}
 	unlist() // the step is over before srun hears so
 	_ = out.send(api.StepEvent{Done: done})
@@ -533,23 +534,23 @@ func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id Ide
 		name = filepath.Base(req.Argv[0])
 	}
 	s := api.Step{Name: name, Nodes: plan.Nodes, Tasks: plan.Tasks, CPUsPerTask: plan.CPUsPerTask, Launcher: req.Launcher}
-	res, err := d.propose(stepCommand(opStepStart, d.now(), j.ID, s))
+	res, err := d.propose(&fsm.StepStart{Time: d.now(), JobID: j.ID, Step: s})
 	if err != nil {
 		userErr(w, err)
 		return
 	}
-	j, _ = d.fsm.job(req.JobID)
-	if j == nil || stepIndex(j, uint32(res.JobID)) < 0 {
+	j, _ = d.fsm.Job(req.JobID)
+	if j == nil || j.StepIndex(uint32(res.JobID)) < 0 {
 		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
 		return
 	}
-	writeJSON(w, stepCreated{Job: *j, Step: j.Steps[stepIndex(j, uint32(res.JobID))], Warning: plan.Warning})
+	writeJSON(w, stepCreated{Job: *j, Step: j.Steps[j.StepIndex(uint32(res.JobID))], Warning: plan.Warning})
 }
 
 // callersJob returns a job the caller may act on (root, or its owner); if
 // there is none, it answers with the error and returns nil.
 func (d *Daemon) callersJob(w http.ResponseWriter, id Identity, jobID uint64) *api.Job {
-	j, _ := d.fsm.job(jobID)
+	j, _ := d.fsm.Job(jobID)
 	switch {
 	case j == nil:
 		userErr(w, &api.Error{Message: api.ErrInvalidJobID})
@@ -573,7 +574,7 @@ func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id Ident
 	if j == nil {
 		return
 	}
-	i := stepIndex(j, req.StepID)
+	i := j.StepIndex(req.StepID)
 	if (j.State != api.StateRunning && j.State != api.StateCompleting) || i < 0 || j.Steps[i].State != api.StateRunning {
 		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
 		return
@@ -588,16 +589,16 @@ func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id Identi
 		writeErr(w, http.StatusBadRequest, err)
 		return
 	}
-	if _, err := d.propose(stepCommand(opStepEnd, d.now(), rep.JobID, rep.Step)); err != nil {
+	if _, err := d.propose(&fsm.StepEnd{Time: d.now(), JobID: rep.JobID, Step: rep.Step}); err != nil {
 		writeErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	j, _ := d.fsm.job(rep.JobID)
-	if j == nil || stepIndex(j, rep.Step.ID) < 0 {
+	j, _ := d.fsm.Job(rep.JobID)
+	if j == nil || j.StepIndex(rep.Step.ID) < 0 {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
 		return
 	}
-	writeJSON(w, j.Steps[stepIndex(j, rep.Step.ID)])
+	writeJSON(w, j.Steps[j.StepIndex(rep.Step.ID)])
 }
 
 // handleAllocWait answers once the job has left PENDING, or after the
@@ -636,7 +637,7 @@ func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id Identi
 		userErr(w, &api.Error{Message: fmt.Sprintf("job %d is not an allocation of salloc or srun", j.ID)})
 		return
 	case j.State == api.StatePending:
-		if _, err := d.propose(command{Op: opCancel, Time: d.now(), JobID: j.ID, UID: id.UID}); err != nil {
+		if _, err := d.propose(&fsm.Cancel{Time: d.now(), JobID: j.ID, UID: id.UID}); err != nil {
 			userErr(w, err)
 			return
 		}

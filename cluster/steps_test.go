@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"hpc/accounting"
 	"hpc/cluster/api"
 )
 
@@ -197,108 +196,6 @@ func TestExpandPath(t *testing.T) {
 		if got := expandPath(pat, j, "slurm-%j.out"); got != want {
 			t.Errorf("%q: %q, want %q", pat, got, want)
 		}
-	}
-}
-
-// stepLog is a job that runs, two steps (one of them cancelled by its job's
-// end), and the job's end.
-func stepLog() []command {
-	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
-	s := func(name string) api.Step {
-		return api.Step{Name: name, Nodes: []string{"node1", "node2"}, Tasks: []int{2, 1}, CPUsPerTask: 1, Launcher: "node1"}
-	}
-	end := func(id uint32, code, sig int, hint api.JobState) api.Step {
-		return api.Step{ID: id, ExitCode: code, Signal: sig, State: hint}
-	}
-	return []command{
-		{Op: opSubmit, Time: t0, Job: &api.Job{Spec: api.JobSpec{Name: "j", Partition: "debug", Script: "#!/bin/sh\n"}, UID: 1000, User: "ann"}},
-		{Op: opStart, Time: t0.Add(time.Second), Starts: []jobStart{{JobID: 1, Alloc: []api.NodeAlloc{{Node: "node1", CPUs: 2}, {Node: "node2", CPUs: 2}}}}},
-		stepCommand(opStepStart, t0.Add(2*time.Second), 1, s("hostname")),
-		stepCommand(opStepEnd, t0.Add(3*time.Second), 1, end(0, 3, 0, "")),
-		stepCommand(opStepEnd, t0.Add(4*time.Second), 1, end(0, 0, 0, "")), // stale: ignored
-		stepCommand(opStepStart, t0.Add(5*time.Second), 1, s("sleep")),
-		stepCommand(opStepStart, t0.Add(5*time.Second), 1, s("python")),
-		stepCommand(opStepEnd, t0.Add(6*time.Second), 1, end(1, 0, 9, api.StateCancelled)),
-		stepCommand(opStepEnd, t0.Add(6*time.Second), 1, end(2, 0, 9, api.StateOutOfMemory)),
-		{Op: opEnd, Time: t0.Add(7 * time.Second), End: &jobEnd{JobID: 1, Node: "node1"}},
-		stepCommand(opStepStart, t0.Add(8*time.Second), 1, s("late")), // refused: the job ended
-		stepCommand(opStepStart, t0.Add(8*time.Second), 99, s("nojob")),
-	}
-}
-
-func TestFSMSteps(t *testing.T) {
-	f, st := testFSM(t, testConfig(t))
-	log := stepLog()
-	res := applyAll(t, f, log[:3], 1)
-	if r := res[2].(applyResult); r.Err != nil || r.JobID != 0 {
-		t.Fatalf("first step: %+v", r)
-	}
-	j, _ := f.job(1)
-	before := j.Steps // a reader's shallow copy must never change under it
-	res = applyAll(t, f, log[3:], 4)
-	if !reflect.DeepEqual(before, []api.Step{{ID: 0, Name: "hostname", Nodes: []string{"node1", "node2"}, Tasks: []int{2, 1},
-		CPUsPerTask: 1, Launcher: "node1", State: api.StateRunning, Start: log[2].Time}}) {
-		t.Errorf("a copy taken before the end changed: %+v", before)
-	}
-	if r := res[2].(applyResult); r.JobID != 1 || r.Err != nil {
-		t.Errorf("second step: %+v", r)
-	}
-	if r := res[7].(applyResult); r.Err == nil || r.Err.Error() != api.ErrAlreadyDone {
-		t.Errorf("step of an ended job: %+v", r)
-	}
-	if r := res[8].(applyResult); r.Err == nil || r.Err.Error() != api.ErrInvalidJobID {
-		t.Errorf("step of no job: %+v", r)
-	}
-	j, _ = f.job(1)
-	got := map[uint32]string{}
-	for _, s := range j.Steps {
-		got[s.ID] = string(s.State)
-	}
-	want := map[uint32]string{0: "FAILED", 1: "CANCELLED", 2: "OUT_OF_MEMORY"}
-	if !reflect.DeepEqual(got, want) || j.NextStepID != 3 {
-		t.Errorf("steps %v (next %d), want %v", got, j.NextStepID, want)
-	}
-	if j.Steps[0].ExitCode != 3 || !j.Steps[0].End.Equal(log[3].Time) {
-		t.Errorf("step 0 ended %+v", j.Steps[0])
-	}
-	// Accounting: sacct's 1.0, 1.1, 1.2 rows.
-	rows, err := st.Query(accounting.Filter{JobIDs: []uint64{1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, r := range rows {
-		if r.Step != nil && r.Step.Step != "batch" {
-			s := r.Step
-			lines = append(lines, strings.Join([]string{s.Step, s.Name, s.NodeList, s.State, strconv.Itoa(s.ExitCode), strconv.Itoa(s.Signal), strconv.Itoa(s.NTasks), strconv.Itoa(s.AllocCPUs)}, "|"))
-		}
-	}
-	wantRows := []string{"0|hostname|node[1-2]|FAILED|3|0|3|3", "1|sleep|node[1-2]|CANCELLED|0|9|3|3", "2|python|node[1-2]|OUT_OF_MEMORY|0|9|3|3"}
-	if !reflect.DeepEqual(lines, wantRows) {
-		t.Errorf("accounting rows %q, want %q", lines, wantRows)
-	}
-	// Replaying the log on another controller gives the same steps.
-	f2, _ := testFSM(t, testConfig(t))
-	applyAll(t, f2, log, 1)
-	j2, _ := f2.job(1)
-	if !reflect.DeepEqual(j.Steps, j2.Steps) {
-		t.Errorf("replay differs:\n%+v\n%+v", j.Steps, j2.Steps)
-	}
-}
-
-func TestCloseSteps(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	j := &api.Job{ID: 3, Steps: []api.Step{{ID: 0, State: api.StateCompleted}, {ID: 1, State: api.StateRunning, Nodes: []string{"node1"}, Tasks: []int{1}}}}
-	old := j.Steps
-	recs := closeSteps(j, now)
-	if len(recs) != 1 || recs[0].Step != "1" || recs[0].State != "CANCELLED" || recs[0].Signal != 9 {
-		t.Errorf("records %+v", recs)
-	}
-	if j.Steps[1].State != api.StateCancelled || !j.Steps[1].End.Equal(now) || old[1].State != api.StateRunning {
-		t.Errorf("steps %+v, old %+v", j.Steps, old)
-	}
-	if len(stepRecords(j)) != 2 {
-		t.Errorf("stepRecords %+v", stepRecords(j))
 	}
 }
 

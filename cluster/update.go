@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
 )
@@ -16,46 +16,6 @@ import (
 // StartTime)
 // and node states (DRAIN, RESUME, DOWN with a Reason), committed through
 // Raft like everything else.
-
-const opUpdateJob = "update-job"
-
-// jobUpdate is the payload of opUpdateJob; zero fields are unchanged.
-type jobUpdate struct {
-	TimeLimitMin int64  `json:"time_limit_min,omitempty"`
-	Partition    string `json:"partition,omitempty"`
-	Nodes        int    `json:"nodes,omitempty"`
-	Name         string `json:"name,omitempty"`
-	// Begin is scontrol's StartTime=: the earliest start of a pending job.
-	Begin *time.Time `json:"begin,omitempty"`
-}
-
-// applyUpdateJob applies opUpdateJob. Called with f.mu held.
-func (f *FSM) applyUpdateJob(c *command) (applyResult, []uint64) {
-	j := f.st.Jobs[c.JobID]
-	if j == nil {
-		return applyResult{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil
-	}
-	if j.State.Final() {
-		return applyResult{Err: &api.Error{Message: api.ErrAlreadyDone}}, nil
-	}
-	u := c.Update
-	if u.TimeLimitMin != 0 {
-		j.Spec.TimeLimitMin = u.TimeLimitMin
-	}
-	if u.Partition != "" {
-		j.Spec.Partition = u.Partition
-	}
-	if u.Nodes != 0 {
-		j.Spec.Nodes = u.Nodes
-	}
-	if u.Name != "" {
-		j.Spec.Name = u.Name
-	}
-	if u.Begin != nil && j.State == api.StatePending {
-		j.Spec.Begin = *u.Begin
-	}
-	return applyResult{}, []uint64{j.ID}
-}
 
 func (d *Daemon) handleUpdate(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
 	var req api.UpdateRequest
@@ -77,14 +37,14 @@ func (d *Daemon) handleUpdate(w http.ResponseWriter, r *http.Request, id Identit
 }
 
 func (d *Daemon) updateJob(id Identity, req api.UpdateRequest) error {
-	j, _ := d.fsm.job(req.JobID)
+	j, _ := d.fsm.Job(req.JobID)
 	if j == nil {
 		return &api.Error{Message: api.ErrInvalidJobID}
 	}
 	if id.UID != 0 && id.UID != j.UID {
 		return &api.Error{Message: api.ErrAccessDenied}
 	}
-	var u jobUpdate
+	var u fsm.JobUpdate
 	spec := j.Spec
 	for k, v := range req.Set {
 		switch strings.ToLower(k) {
@@ -133,7 +93,7 @@ func (d *Daemon) updateJob(id Identity, req api.UpdateRequest) error {
 		}
 		d.view.forget(j.ID)
 	}
-	_, err := d.propose(command{Op: opUpdateJob, Time: d.now(), JobID: j.ID, Update: &u})
+	_, err := d.propose(&fsm.UpdateJob{JobID: j.ID, Update: u})
 	return err
 }
 
@@ -182,7 +142,7 @@ func (d *Daemon) updateNodes(id Identity, req api.UpdateRequest) error {
 		}
 	}
 	for _, n := range names {
-		if _, err := d.propose(command{Op: opNodeState, Time: d.now(), Node: n, State: target, Why: reason, UID: id.UID}); err != nil {
+		if _, err := d.propose(&fsm.NodeStateChange{Time: d.now(), Node: n, State: target, Why: reason, UID: id.UID}); err != nil {
 			return err
 		}
 	}

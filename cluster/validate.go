@@ -6,7 +6,9 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/cluster/fsm"
 	"hpc/cluster/hostlist"
+	"hpc/cluster/jobspec"
 	"hpc/sched"
 )
 
@@ -25,7 +27,7 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 		return &api.Error{Message: api.ErrInvalidTimeLimit}
 	}
 	if s.Array != "" {
-		if _, _, err := parseArray(s.Array); err != nil {
+		if _, _, err := jobspec.ParseArray(s.Array); err != nil {
 			return err
 		}
 	}
@@ -124,7 +126,7 @@ func fitsPartition(cfg *config.Config, p *config.Partition, s *api.JobSpec, gres
 			maxGres[g.Name] = max(maxGres[g.Name], n.GresCount(g.Name))
 		}
 	}
-	if reqCPUs(s) > cpus || max(s.Nodes, 1) > cpus {
+	if s.ReqCPUs() > cpus || max(s.Nodes, 1) > cpus {
 		return &api.Error{Message: api.ErrTooManyProcessors}
 	}
 	if s.Nodes > len(p.Nodes) || (p.MaxNodes >= 0 && s.Nodes > p.MaxNodes) {
@@ -148,7 +150,7 @@ func fitsPartition(cfg *config.Config, p *config.Partition, s *api.JobSpec, gres
 }
 
 // nodesView builds the node and partition lists that sinfo shows.
-func nodesView(cfg *config.Config, st *state) api.NodesResponse {
+func nodesView(cfg *config.Config, st *fsm.State) api.NodesResponse {
 	alloc := map[string]*api.NodeAlloc{}
 	for _, j := range st.Jobs {
 		if j.State != api.StateRunning && j.State != api.StateCompleting {
@@ -222,46 +224,4 @@ func gresString(gs []config.Gres) string {
 		out += fmt.Sprintf(":%d", g.Count)
 	}
 	return out
-}
-
-// errAccountingPolicy is Slurm's text for ESLURM_ACCOUNTING_POLICY.
-const errAccountingPolicy = "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
-
-// submitLimit checks the submission of job j, n jobs in all (an array's
-// tasks count one each, as in Slurm), against the submit limits of its QoS
-// and associations (MaxSubmitJobsPerUser, GrpSubmitJobs, MaxSubmitJobs),
-// counting the user's pending and running jobs. Slurm refuses such a
-// submission, and sbatch prints the reason first:
-//
-//	sbatch: error: AssocMaxSubmitJobLimit
-//	sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)
-//
-// Apply calls it, so two submissions racing for the last place cannot both
-// get it.
-func (st *state) submitLimit(j *api.Job, n int) error {
-	if !st.Acct.hasSubmitLimits() {
-		return nil
-	}
-	snap := sched.Snapshot{}
-	snap.QOS, snap.Assocs = st.Acct.schedInputs()
-	for _, o := range st.Jobs {
-		switch {
-		case o.State == api.StatePending,
-			o.State == api.StateCompleting && o.Preempted == "REQUEUE": // back to the queue soon
-			snap.Pending = append(snap.Pending, sched.Job{ID: o.ID, User: o.User, Account: o.Account, QOS: o.Spec.QOS})
-		case o.State == api.StateRunning:
-			snap.Running = append(snap.Running, sched.RunningJob{ID: o.ID, User: o.User, Account: o.Account, QOS: o.Spec.QOS})
-		}
-	}
-	// The job's own id is not given yet: ids from NextJobID on are free.
-	job := sched.Job{ID: st.NextJobID, User: j.User, Account: j.Account, QOS: j.Spec.QOS}
-	for k := 1; k < n; k++ {
-		extra := job
-		extra.ID += uint64(k)
-		snap.Pending = append(snap.Pending, extra)
-	}
-	if reason := sched.SubmitLimit(&snap, &job); reason != "" {
-		return &api.Error{Message: errAccountingPolicy, Detail: reason}
-	}
-	return nil
 }

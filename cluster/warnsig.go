@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 	"hpc/cluster/jobspec"
 )
 
@@ -34,7 +35,7 @@ func (d *Daemon) sendWarnSignals() {
 		scope string
 	}
 	var due []warn
-	d.fsm.view(func(st *state) {
+	d.fsm.View(func(st *fsm.State) {
 		for _, j := range st.Jobs {
 			lim := j.Spec.TimeLimitMin
 			if j.State != api.StateRunning || j.Warned || j.Spec.Signal == "" || lim <= 0 {
@@ -64,7 +65,7 @@ func (d *Daemon) sendWarnSignals() {
 	for i, w := range due {
 		ids[i] = w.job.ID
 	}
-	if _, err := d.propose(command{Op: opWarned, Time: now, JobIDs: ids}); err != nil {
+	if _, err := d.propose(&fsm.Warned{JobIDs: ids}); err != nil {
 		d.log.Warn("warning signal commit failed", "err", err)
 		return
 	}

@@ -216,6 +216,42 @@ func (j *Job) NodeNames() []string {
 	return out
 }
 
+// StepIndex is the index in Steps of step id, or -1.
+func (j *Job) StepIndex(id uint32) int {
+	for i := range j.Steps {
+		if j.Steps[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// StepEndState is the state one of the job's steps ends in, given the
+// end its launcher reported. The report's State is a hint: OUT_OF_MEMORY
+// (the OOM killer struck) or CANCELLED (srun killed it, or the job ended
+// under it: cancelled, timed out, preempted).
+func (j *Job) StepEndState(report Step) JobState {
+	switch {
+	case report.State == StateOutOfMemory:
+		return StateOutOfMemory
+	case report.State == StateCancelled,
+		(j.CancelRequested || j.TimedOut || j.Preempted != "") && report.Signal != 0:
+		return StateCancelled
+	case report.ExitCode != 0 || report.Signal != 0:
+		return StateFailed
+	}
+	return StateCompleted
+}
+
+// ReqCPUs is the CPU count a job asks for.
+func (s *JobSpec) ReqCPUs() int {
+	tasks := s.NTasks
+	if tasks <= 0 {
+		tasks = max(s.Nodes, 1)
+	}
+	return tasks * max(s.CPUsPerTask, 1)
+}
+
 // AllocCPUs is the number of CPUs allocated over all nodes.
 func (j *Job) AllocCPUs() int {
 	n := 0
@@ -281,6 +317,21 @@ type AcctRow struct {
 	End         time.Time `json:"end,omitzero"`
 	// Usage is what a step used (sacct's MaxRSS, MaxRSSNode, TotalCPU,
 	// UserCPU, SystemCPU); nil for a job's own row and unmeasured steps.
+	Usage *StepUsage `json:"usage,omitempty"`
+}
+
+// JobEnd is what a node's agent reports when a job's batch step ends
+// (POST /internal/job-end, then the FSM's End entry).
+type JobEnd struct {
+	JobID    uint64    `json:"job_id"`
+	Node     string    `json:"node"`
+	ExitCode int       `json:"exit_code"`
+	Signal   int       `json:"signal"`
+	OOM      bool      `json:"oom"`
+	Error    string    `json:"error,omitempty"` // the step could not start
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	// Usage is what the batch step used.
 	Usage *StepUsage `json:"usage,omitempty"`
 }
 

@@ -79,3 +79,13 @@ func Lab(n int) (string, error) {
 	w("PartitionName=gpu Nodes=%s MaxTime=1-00:00:00 State=UP", hostlist.Compress(names[firstGPU:]))
 	return b.String(), nil
 }
+
+// LabConfig is the parsed config of an n-node lab on this machine, as hpc
+// up writes it.
+func LabConfig(n int) (*Config, error) {
+	text, err := Lab(n)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(strings.NewReader(text))
+}

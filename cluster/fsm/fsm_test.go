@@ -1,7 +1,6 @@
-package cluster
+package fsm
 
 import (
-	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -19,11 +18,7 @@ import (
 
 func testConfig(t *testing.T) *config.Config {
 	t.Helper()
-	text, err := config.Lab(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse(strings.NewReader(text))
+	cfg, err := config.LabConfig(3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,44 +32,44 @@ func testFSM(t *testing.T, cfg *config.Config) (*FSM, *accounting.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return newFSM(cfg, st, slog.New(slog.NewTextHandler(io.Discard, nil))), st
+	return New(cfg, st, slog.New(slog.NewTextHandler(io.Discard, nil))), st
 }
 
 // testLog is a log of commands covering every op: submits, a start, an end,
 // a cancel of a pending job and of a running one, and a node failure.
-func testLog() []command {
+func testLog() []Op {
 	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	spec := api.JobSpec{Name: "wrap", Partition: "debug", Script: "#!/bin/sh\ntrue\n", WorkDir: "/tmp"}
 	job := func() *api.Job {
 		return &api.Job{Spec: spec, UID: 1000, GID: 1000, User: "ann", Group: "ann", Account: "ann"}
 	}
 	alloc := func(n string) []api.NodeAlloc { return []api.NodeAlloc{{Node: n, CPUs: 1, MemMB: 1000}} }
-	return []command{
-		{Op: opNodeState, Time: t0, Node: "node1", State: "UP"},
-		{Op: opNodeState, Time: t0, Node: "node2", State: "UP"},
-		{Op: opSubmit, Time: t0, Job: job()},
-		{Op: opSubmit, Time: t0.Add(time.Second), Job: job()},
-		{Op: opSubmit, Time: t0.Add(2 * time.Second), Job: job()},
-		{Op: opSubmit, Time: t0.Add(3 * time.Second), Job: job()},
-		{Op: opStart, Time: t0.Add(4 * time.Second), Starts: []jobStart{
+	return []Op{
+		&NodeStateChange{Time: t0, Node: "node1", State: "UP"},
+		&NodeStateChange{Time: t0, Node: "node2", State: "UP"},
+		&Submit{Time: t0, Job: job()},
+		&Submit{Time: t0.Add(time.Second), Job: job()},
+		&Submit{Time: t0.Add(2 * time.Second), Job: job()},
+		&Submit{Time: t0.Add(3 * time.Second), Job: job()},
+		&Start{Time: t0.Add(4 * time.Second), Starts: []JobStart{
 			{JobID: 1, Alloc: alloc("node1"), StdOut: "/tmp/slurm-1.out", StdErr: "/tmp/slurm-1.out"},
 			{JobID: 2, Alloc: alloc("node2"), StdOut: "/tmp/slurm-2.out", StdErr: "/tmp/slurm-2.out"},
 			{JobID: 4, Alloc: alloc("node1"), StdOut: "/tmp/slurm-4.out", StdErr: "/tmp/slurm-4.out"},
 		}},
-		{Op: opReasons, Time: t0.Add(4 * time.Second), Reason: map[uint64]string{3: "Resources"}},
-		{Op: opEnd, Time: t0.Add(9 * time.Second), End: &jobEnd{JobID: 1, Node: "node1", ExitCode: 3}},
-		{Op: opCancel, Time: t0.Add(10 * time.Second), JobID: 3, UID: 1000},
-		{Op: opCancel, Time: t0.Add(11 * time.Second), JobID: 4, UID: 0},
-		{Op: opEnd, Time: t0.Add(12 * time.Second), End: &jobEnd{JobID: 4, Node: "node1", Signal: 15}},
-		{Op: opNodeState, Time: t0.Add(13 * time.Second), Node: "node2", State: "DOWN", Why: "Not responding"},
+		&Reasons{Reasons: map[uint64]string{3: "Resources"}},
+		&End{Time: t0.Add(9 * time.Second), End: api.JobEnd{JobID: 1, Node: "node1", ExitCode: 3}},
+		&Cancel{Time: t0.Add(10 * time.Second), JobID: 3, UID: 1000},
+		&Cancel{Time: t0.Add(11 * time.Second), JobID: 4, UID: 0},
+		&End{Time: t0.Add(12 * time.Second), End: api.JobEnd{JobID: 4, Node: "node1", Signal: 15}},
+		&NodeStateChange{Time: t0.Add(13 * time.Second), Node: "node2", State: "DOWN", Why: "Not responding"},
 	}
 }
 
-func applyAll(t *testing.T, f *FSM, cmds []command, from uint64) []any {
+func applyAll(t *testing.T, f *FSM, ops []Op, from uint64) []any {
 	t.Helper()
 	var out []any
-	for i, c := range cmds {
-		data, err := json.Marshal(c)
+	for i, op := range ops {
+		data, err := Encode(op)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,20 +99,20 @@ func TestFSMStatesAndAccounting(t *testing.T) {
 	cfg := testConfig(t)
 	f, st := testFSM(t, cfg)
 	res := applyAll(t, f, testLog(), 1)
-	if r := res[2].(applyResult); r.JobID != 1 || r.Err != nil {
+	if r := res[2].(Result); r.JobID != 1 || r.Err != nil {
 		t.Fatalf("first submit: %+v", r)
 	}
 	want := map[uint64]api.JobState{1: api.StateFailed, 2: api.StateNodeFail, 3: api.StateCancelled, 4: api.StateCancelled}
 	for id, s := range want {
-		j, _ := f.job(id)
+		j, _ := f.Job(id)
 		if j.State != s {
 			t.Errorf("job %d: %s, want %s", id, j.State, s)
 		}
 	}
-	if j, _ := f.job(1); j.ExitCode != 3 {
+	if j, _ := f.Job(1); j.ExitCode != 3 {
 		t.Errorf("exit code %d", j.ExitCode)
 	}
-	if j, _ := f.job(3); !j.StartTime.IsZero() || j.CancelledBy != 1000 {
+	if j, _ := f.Job(3); !j.StartTime.IsZero() || j.CancelledBy != 1000 {
 		t.Errorf("pending cancel: %+v", j)
 	}
 	rows := acctDump(t, st)
@@ -152,14 +147,14 @@ func TestFSMDeterministicAndReplayable(t *testing.T) {
 	if !reflect.DeepEqual(before, acctDump(t, sb)) {
 		t.Fatal("two controllers applying one log wrote different accounting rows")
 	}
-	restarted := newFSM(cfg, sa, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	restarted := New(cfg, sa, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	applyAll(t, restarted, log, 1)
 	if !reflect.DeepEqual(before, acctDump(t, sa)) {
 		t.Error("replaying the log changed the accounting rows")
 	}
 	for id := uint64(1); id <= 4; id++ {
-		ja, _ := a.job(id)
-		jr, _ := restarted.job(id)
+		ja, _ := a.Job(id)
+		jr, _ := restarted.Job(id)
 		if !reflect.DeepEqual(ja, jr) {
 			t.Errorf("job %d differs after replay", id)
 		}
@@ -183,8 +178,8 @@ func TestFSMSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id := uint64(1); id <= 4; id++ {
-		ja, _ := a.job(id)
-		jb, _ := b.job(id)
+		ja, _ := a.Job(id)
+		jb, _ := b.Job(id)
 		if !reflect.DeepEqual(ja, jb) {
 			t.Errorf("job %d differs after restore:\n%+v\n%+v", id, ja, jb)
 		}
@@ -199,15 +194,15 @@ func TestFSMSnapshotRestore(t *testing.T) {
 
 func TestFSMRejectsGarbage(t *testing.T) {
 	f, _ := testFSM(t, testConfig(t))
-	r := f.Apply(&raft.Log{Index: 1, Data: []byte("\x00garbage")}).(applyResult)
+	r := f.Apply(&raft.Log{Index: 1, Data: []byte("\x00garbage")}).(Result)
 	if r.Err == nil {
 		t.Error("undecodable entry accepted")
 	}
-	r = f.Apply(&raft.Log{Index: 2, Data: []byte(`{"op":"explode"}`)}).(applyResult)
+	r = f.Apply(&raft.Log{Index: 2, Data: []byte(`{"op":"explode"}`)}).(Result)
 	if r.Err == nil {
 		t.Error("unknown op accepted")
 	}
-	r = applyAll(t, f, []command{{Op: opCancel, JobID: 99}}, 3)[0].(applyResult)
+	r = applyAll(t, f, []Op{&Cancel{JobID: 99}}, 3)[0].(Result)
 	if r.Err == nil || r.Err.Error() != api.ErrInvalidJobID {
 		t.Errorf("cancel of unknown job: %v", r.Err)
 	}

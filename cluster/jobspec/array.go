@@ -1,4 +1,4 @@
-package cluster
+package jobspec
 
 import (
 	"sort"
@@ -11,10 +11,10 @@ import (
 // maxArraySize is Slurm's default MaxArraySize: task ids run 0..1000.
 const maxArraySize = 1001
 
-// parseArray reads --array: "0-99", "1-7:2", "1,3,5", each optionally
+// ParseArray reads --array: "0-99", "1-7:2", "1,3,5", each optionally
 // followed by "%N", the most tasks that may run at once (0: no limit). The
 // indices come back sorted and without repeats.
-func parseArray(spec string) (indices []int, limit int, err error) {
+func ParseArray(spec string) (indices []int, limit int, err error) {
 	bad := &api.Error{Message: "Invalid job array specification"}
 	spec, lim, hasLimit := strings.Cut(spec, "%")
 	if hasLimit {
@@ -54,41 +54,10 @@ func parseArray(spec string) (indices []int, limit int, err error) {
 
 // arrayThrottled marks, for each array with a %N limit, the pending tasks
 // beyond what may start now (reason JobArrayTaskLimit).
-func arrayThrottled(st *state) map[uint64]bool {
-	running := map[uint64]int{}
-	limits := map[uint64]int{}
-	var pending []*api.Job
-	for _, j := range st.Jobs {
-		if j.ArrayJobID == 0 {
-			continue
-		}
-		if _, lim, err := parseArray(j.Spec.Array); err == nil && lim > 0 {
-			limits[j.ArrayJobID] = lim
-		} else {
-			continue
-		}
-		switch j.State {
-		case api.StateRunning, api.StateCompleting:
-			running[j.ArrayJobID]++
-		case api.StatePending:
-			pending = append(pending, j)
-		}
-	}
-	sort.Slice(pending, func(a, b int) bool { return pending[a].ID < pending[b].ID })
-	out := map[uint64]bool{}
-	for _, j := range pending {
-		if running[j.ArrayJobID] >= limits[j.ArrayJobID] {
-			out[j.ID] = true
-			continue
-		}
-		running[j.ArrayJobID]++ // it may start: count it against the limit
-	}
-	return out
-}
 
-// arrayStep is SLURM_ARRAY_TASK_STEP: the common difference of the
+// ArrayStep is SLURM_ARRAY_TASK_STEP: the common difference of the
 // indices, or 1 when they have none.
-func arrayStep(idx []int) int {
+func ArrayStep(idx []int) int {
 	if len(idx) < 2 {
 		return 1
 	}

@@ -1,4 +1,4 @@
-package cluster
+package fsm
 
 import (
 	"slices"
@@ -19,7 +19,7 @@ type cpuUse struct {
 	used map[string][]int
 }
 
-func newCPUUse(cfg *config.Config, st *state) *cpuUse {
+func newCPUUse(cfg *config.Config, st *State) *cpuUse {
 	u := &cpuUse{cfg: cfg, used: map[string][]int{}}
 	for _, j := range st.Jobs {
 		if j.State != api.StateRunning && j.State != api.StateCompleting {

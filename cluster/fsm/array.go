@@ -1,0 +1,42 @@
+package fsm
+
+import (
+	"sort"
+
+	"hpc/cluster/api"
+	"hpc/cluster/jobspec"
+)
+
+// ArrayThrottled marks, for each array with a %N limit, the pending tasks
+// beyond what may start now (reason JobArrayTaskLimit).
+func (st *State) ArrayThrottled() map[uint64]bool {
+	running := map[uint64]int{}
+	limits := map[uint64]int{}
+	var pending []*api.Job
+	for _, j := range st.Jobs {
+		if j.ArrayJobID == 0 {
+			continue
+		}
+		if _, lim, err := jobspec.ParseArray(j.Spec.Array); err == nil && lim > 0 {
+			limits[j.ArrayJobID] = lim
+		} else {
+			continue
+		}
+		switch j.State {
+		case api.StateRunning, api.StateCompleting:
+			running[j.ArrayJobID]++
+		case api.StatePending:
+			pending = append(pending, j)
+		}
+	}
+	sort.Slice(pending, func(a, b int) bool { return pending[a].ID < pending[b].ID })
+	out := map[uint64]bool{}
+	for _, j := range pending {
+		if running[j.ArrayJobID] >= limits[j.ArrayJobID] {
+			out[j.ID] = true
+			continue
+		}
+		running[j.ArrayJobID]++ // it may start: count it against the limit
+	}
+	return out
+}

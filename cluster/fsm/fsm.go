@@ -1,0 +1,298 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"hpc/accounting"
+	"hpc/cluster/acct"
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+)
+
+// Result is what Apply returns to the proposer.
+type Result struct {
+	// JobID is the new job's id (Submit) or the new step's (StepStart).
+	JobID uint64
+	Err   error
+}
+
+// NodeState is the replicated, changing part of a node's record; its
+// capacity comes from the config.
+type NodeState struct {
+	State  string    `json:"state"` // UNKNOWN, UP, DOWN, DRAIN, ADMIN_DOWN
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since"`
+	// By is the uid that set an administrator's state; -1 for the
+	// controller's own (Not responding).
+	By int64 `json:"by"`
+}
+
+// State is the replicated controller state. Readers get it through View,
+// under the FSM's read lock, and must not change it or keep pointers into
+// it past their function.
+type State struct {
+	NextJobID uint64                `json:"next_job_id"`
+	Jobs      map[uint64]*api.Job   `json:"jobs"`
+	Nodes     map[string]*NodeState `json:"nodes"`
+	// Acct is what sacctmgr manages: QoS, accounts, users, associations.
+	Acct acct.State `json:"acct"`
+}
+
+// FSM is the Raft state machine of the controller. Its contract, as
+// hashicorp/raft's FSM interface asks:
+//   - Apply is deterministic: the same log gives the same state and the same
+//     accounting rows on every controller. It reads no clock and no local
+//     files; everything it needs is in the entry.
+//   - Apply may be replayed after a restart (entries after the last
+//     snapshot), so its accounting writes are idempotent upserts.
+//   - Snapshot copies the state under the lock and returns; Persist does the
+//     encoding and I/O, while Applies go on.
+//   - Restore replaces the state and rewrites the accounting store.
+//
+// Jobs are copied on write: Apply never changes a job record in place once
+// a reader or a snapshot may hold it (jobForWrite), and a job's slices are
+// replaced, never written through, so a shallow copy of a job is a stable
+// view of it.
+type FSM struct {
+	cfg  *config.Config
+	acct *accounting.Store
+	log  *slog.Logger
+
+	mu      sync.RWMutex
+	st      State
+	changed chan struct{} // closed and replaced after every Apply
+
+	// While a snapshot is alive (snapshots > 0), job records it shares
+	// are copied before Apply changes them; owned holds the ids of those
+	// already copied since the latest snapshot.
+	snapshots int
+	owned     map[uint64]bool
+
+	// notify, when set, is called after each Apply with the entry's type
+	// (outside the lock); the leader's loop uses it to wake up.
+	notify func(Type)
+}
+
+// New returns the FSM of a new cluster; acct may be nil (no accounting).
+func New(cfg *config.Config, acct *accounting.Store, log *slog.Logger) *FSM {
+	f := &FSM{cfg: cfg, acct: acct, log: log, changed: make(chan struct{})}
+	f.st = emptyState(cfg)
+	return f
+}
+
+// OnApply sets the function called after each Apply and Restore (with
+// type 0), outside the lock. Call it before Raft starts.
+func (f *FSM) OnApply(fn func(Type)) { f.notify = fn }
+
+func emptyState(cfg *config.Config) State {
+	st := State{NextJobID: 1, Jobs: map[uint64]*api.Job{}, Nodes: map[string]*NodeState{}, Acct: acct.New()}
+	for _, n := range cfg.Nodes {
+		st.Nodes[n.Name] = &NodeState{State: "UNKNOWN"}
+	}
+	return st
+}
+
+// Apply implements raft.FSM. It returns a Result.
+func (f *FSM) Apply(l *raft.Log) any {
+	op, err := Decode(l.Data)
+	if err != nil {
+		return Result{Err: fmt.Errorf("undecodable log entry %d: %w", l.Index, err)}
+	}
+	f.mu.Lock()
+	res, touched := f.apply(op)
+	ch := f.changed
+	f.changed = make(chan struct{})
+	var recs []*api.Job
+	for _, id := range touched {
+		if j := f.st.Jobs[id]; j != nil {
+			cp := *j
+			recs = append(recs, &cp)
+		}
+	}
+	f.mu.Unlock()
+	if f.acct != nil {
+		for _, j := range recs {
+			if err := f.recordJob(j); err != nil {
+				f.log.Error("accounting write failed", "job", j.ID, "err", err)
+			}
+		}
+	}
+	// Waiters (sbatch --wait) hear of the change once accounting has it,
+	// so an sacct right after sees the end.
+	close(ch)
+	if f.notify != nil {
+		f.notify(op.Type())
+	}
+	return res
+}
+
+// apply changes the state for one entry and returns the ids of the jobs
+// whose accounting rows it changed. Called with f.mu held. It is the one
+// place an operation is dispatched to its code.
+func (f *FSM) apply(op Op) (Result, []uint64) {
+	switch op := op.(type) {
+	case *Submit:
+		return f.applySubmit(op)
+	case *Start:
+		return f.applyStart(op)
+	case *Reasons:
+		return f.applyReasons(op)
+	case *End:
+		return f.applyEnd(op)
+	case *Cancel:
+		return f.applyCancel(op)
+	case *NodeStateChange:
+		return f.applyNodeState(op)
+	case *Timeout:
+		return f.applyTimeout(op)
+	case *Warned:
+		return f.applyWarned(op)
+	case *Purge:
+		return f.applyPurge(op)
+	case *Preempt:
+		return f.applyPreempt(op)
+	case *Hold:
+		return f.applyHold(op)
+	case *Requeue:
+		return f.applyRequeue(op)
+	case *UpdateJob:
+		return f.applyUpdateJob(op)
+	case *StepStart:
+		return f.applyStepStart(op)
+	case *StepEnd:
+		return f.applyStepEnd(op)
+	case *Acctmgr:
+		return f.applyAcctmgr(op)
+	}
+	return Result{Err: fmt.Errorf("no apply for %T", op)}, nil
+}
+
+// jobForWrite returns job id for Apply to change, first copying it if a
+// live snapshot shares the record. Called with f.mu held.
+func (f *FSM) jobForWrite(id uint64) *api.Job {
+	j := f.st.Jobs[id]
+	if j == nil || f.snapshots == 0 || f.owned[id] {
+		return j
+	}
+	cp := *j
+	f.st.Jobs[id] = &cp
+	f.owned[id] = true
+	return &cp
+}
+
+// Snapshot implements raft.FSM. Under the lock it copies what Apply
+// changes in place (the job map, the node records) and shares the job
+// records, which Apply copies before changing while the snapshot lives;
+// Persist encodes the copy without the lock.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := State{NextJobID: f.st.NextJobID, Acct: f.st.Acct,
+		Jobs: make(map[uint64]*api.Job, len(f.st.Jobs)), Nodes: make(map[string]*NodeState, len(f.st.Nodes))}
+	for id, j := range f.st.Jobs {
+		st.Jobs[id] = j
+	}
+	for n, s := range f.st.Nodes {
+		cp := *s
+		st.Nodes[n] = &cp
+	}
+	f.snapshots++
+	f.owned = map[uint64]bool{}
+	return &snapshot{f: f, st: st}, nil
+}
+
+type snapshot struct {
+	f    *FSM
+	st   State
+	once sync.Once
+}
+
+// Persist implements raft.FSMSnapshot: it encodes the state as JSON.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := json.NewEncoder(sink).Encode(&s.st); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot: Apply stops copying records for it.
+func (s *snapshot) Release() {
+	s.once.Do(func() {
+		s.f.mu.Lock()
+		defer s.f.mu.Unlock()
+		if s.f.snapshots--; s.f.snapshots == 0 {
+			s.f.owned = nil
+		}
+	})
+}
+
+// Restore implements raft.FSM.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var st State
+	if err := json.NewDecoder(rc).Decode(&st); err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	fresh := emptyState(f.cfg)
+	for n, s := range st.Nodes {
+		fresh.Nodes[n] = s
+	}
+	st.Nodes = fresh.Nodes
+	st.Acct.FillDefaults()
+	if st.Jobs == nil {
+		st.Jobs = map[uint64]*api.Job{}
+	}
+	if f.acct != nil {
+		if err := f.recordAll(&st); err != nil {
+			return fmt.Errorf("restore accounting: %w", err)
+		}
+	}
+	f.mu.Lock()
+	f.st = st
+	ch := f.changed
+	f.changed = make(chan struct{})
+	if f.snapshots > 0 {
+		f.owned = map[uint64]bool{} // the new records are not shared, but be safe
+	}
+	f.mu.Unlock()
+	close(ch)
+	if f.notify != nil {
+		f.notify(0)
+	}
+	return nil
+}
+
+// View runs fn with a read lock on the state. fn must not change it.
+func (f *FSM) View(fn func(st *State)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(&f.st)
+}
+
+// Job returns a copy of a job (nil if there is none) and a channel closed
+// at the next change of the state.
+func (f *FSM) Job(id uint64) (*api.Job, <-chan struct{}) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	j := f.st.Jobs[id]
+	if j == nil {
+		return nil, f.changed
+	}
+	cp := *j
+	return &cp, f.changed
+}
+
+// sortedIDs returns ids in increasing order.
+func sortedIDs(ids []uint64) []uint64 {
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	return ids
+}

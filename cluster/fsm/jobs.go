@@ -1,0 +1,344 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"hpc/cluster/acct"
+	"hpc/cluster/api"
+	"hpc/cluster/jobspec"
+)
+
+// The job operations. Each is called by apply with f.mu held, and returns
+// the Result and the ids of the jobs whose accounting rows changed.
+
+func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
+	st := &f.st
+	if op.Job == nil {
+		return Result{Err: errors.New("submit entry without a job")}, nil
+	}
+	// A job array is one job per index, with consecutive ids; the array's
+	// id is the first one's.
+	indices := []int{-1}
+	if op.Job.Spec.Array != "" {
+		var err error
+		if indices, _, err = jobspec.ParseArray(op.Job.Spec.Array); err != nil {
+			return Result{Err: err}, nil
+		}
+	}
+	// Submit limits (MaxSubmitJobs...) are checked here, against the jobs
+	// as they are when the entry applies.
+	if err := st.submitLimit(op.Job, len(indices)); err != nil {
+		return Result{Err: err}, nil
+	}
+	first := st.NextJobID
+	ids := make([]uint64, 0, len(indices))
+	for _, idx := range indices {
+		j := *op.Job
+		j.ID = st.NextJobID
+		st.NextJobID++
+		if idx >= 0 {
+			j.ArrayJobID, j.ArrayTaskID = first, idx
+		}
+		j.State = api.StatePending
+		j.Reason = api.ReasonNone
+		j.SubmitTime = op.Time
+		st.Jobs[j.ID] = &j
+		if f.owned != nil {
+			f.owned[j.ID] = true // a new record: no snapshot holds it
+		}
+		ids = append(ids, j.ID)
+	}
+	return Result{JobID: first}, ids
+}
+
+func (f *FSM) applyStart(op *Start) (Result, []uint64) {
+	var ids []uint64
+	var cpus *cpuUse
+	for _, s := range op.Starts {
+		if j := f.st.Jobs[s.JobID]; j == nil || j.State != api.StatePending {
+			continue // cancelled while the leader was deciding
+		}
+		if len(s.Alloc) == 0 {
+			continue // nothing to start it on
+		}
+		j := f.jobForWrite(s.JobID)
+		j.State = api.StateRunning
+		j.Reason = api.ReasonNone
+		j.Warned = false
+		j.Alloc = s.Alloc
+		if cpus == nil {
+			cpus = newCPUUse(f.cfg, &f.st)
+		}
+		cpus.assign(j.Alloc)
+		j.BatchHost = s.Alloc[0].Node
+		j.StartTime = op.Time
+		j.StdOut, j.StdErr = s.StdOut, s.StdErr
+		if s.Partition != "" {
+			j.Spec.Partition = s.Partition
+		}
+		if s.TimeLimitMin != 0 {
+			j.Spec.TimeLimitMin = s.TimeLimitMin
+		}
+		ids = append(ids, j.ID)
+	}
+	return Result{}, ids
+}
+
+func (f *FSM) applyReasons(op *Reasons) (Result, []uint64) {
+	for id, r := range op.Reasons {
+		if j := f.st.Jobs[id]; j != nil && j.State == api.StatePending && j.Reason != r {
+			f.jobForWrite(id).Reason = r
+		}
+	}
+	return Result{}, nil
+}
+
+func (f *FSM) applyEnd(op *End) (Result, []uint64) {
+	e := &op.End
+	j := f.st.Jobs[e.JobID]
+	if j == nil || j.State.Final() || j.BatchHost != e.Node {
+		return Result{}, nil // a replayed or stale report
+	}
+	j = f.jobForWrite(e.JobID)
+	finish(j, e, op.Time)
+	return Result{}, []uint64{j.ID}
+}
+
+func (f *FSM) applyCancel(op *Cancel) (Result, []uint64) {
+	j := f.st.Jobs[op.JobID]
+	if j == nil {
+		return Result{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil
+	}
+	if j.State.Final() {
+		return Result{Err: &api.Error{Message: api.ErrAlreadyDone}}, nil
+	}
+	j = f.jobForWrite(op.JobID)
+	j.CancelRequested = true
+	j.CancelledBy = op.UID
+	switch j.State {
+	case api.StatePending:
+		j.State = api.StateCancelled
+		j.Reason = api.ReasonNone
+		j.EndTime = op.Time
+	case api.StateRunning:
+		// Its processes are being killed: COMPLETING until the node
+		// reports the end, as slurmctld shows it (CG).
+		j.State = api.StateCompleting
+	}
+	return Result{}, []uint64{j.ID}
+}
+
+func (f *FSM) applyWarned(op *Warned) (Result, []uint64) {
+	for _, id := range op.JobIDs {
+		if j := f.st.Jobs[id]; j != nil && j.State == api.StateRunning {
+			f.jobForWrite(id).Warned = true
+		}
+	}
+	return Result{}, nil
+}
+
+func (f *FSM) applyTimeout(op *Timeout) (Result, []uint64) {
+	var ids []uint64
+	for _, id := range op.JobIDs {
+		if j := f.st.Jobs[id]; j != nil && j.State == api.StateRunning && !j.TimedOut {
+			j = f.jobForWrite(id)
+			j.TimedOut = true
+			j.State = api.StateCompleting
+			ids = append(ids, id)
+		}
+	}
+	return Result{}, ids
+}
+
+func (f *FSM) applyPreempt(op *Preempt) (Result, []uint64) {
+	var ids []uint64
+	for _, m := range op.Preempts {
+		if j := f.st.Jobs[m.JobID]; j != nil && j.State == api.StateRunning && j.Preempted == "" {
+			j = f.jobForWrite(m.JobID)
+			j.Preempted = m.Mode
+			j.RequeueDelay = m.Mode == "REQUEUE"
+			j.State = api.StateCompleting
+			ids = append(ids, j.ID)
+		}
+	}
+	return Result{}, ids
+}
+
+func (f *FSM) applyHold(op *Hold) (Result, []uint64) {
+	for _, id := range op.JobIDs {
+		j := f.st.Jobs[id]
+		switch {
+		case j == nil:
+			return Result{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil
+		case j.State != api.StatePending:
+			return Result{Err: &api.Error{Message: api.ErrJobNotPendingOrRun}}, nil
+		}
+	}
+	for _, id := range op.JobIDs {
+		f.jobForWrite(id).Hold = op.Hold
+	}
+	return Result{}, op.JobIDs
+}
+
+func (f *FSM) applyRequeue(op *Requeue) (Result, []uint64) {
+	var ids []uint64
+	for _, id := range op.JobIDs {
+		if j := f.st.Jobs[id]; j != nil && j.State == api.StateRunning {
+			j = f.jobForWrite(id)
+			j.Preempted = "REQUEUE"
+			j.RequeueHold = op.Hold == api.HoldRequeue // a failed prolog's
+			j.State = api.StateCompleting
+			ids = append(ids, id)
+		}
+	}
+	return Result{}, ids
+}
+
+func (f *FSM) applyPurge(op *Purge) (Result, []uint64) {
+	// Accounting keeps their rows; only the in-memory records go.
+	for _, id := range op.JobIDs {
+		if j := f.st.Jobs[id]; j != nil && j.State.Final() {
+			delete(f.st.Jobs, id)
+		}
+	}
+	return Result{}, nil
+}
+
+func (f *FSM) applyNodeState(op *NodeStateChange) (Result, []uint64) {
+	ns := f.st.Nodes[op.Node]
+	if ns == nil {
+		return Result{Err: fmt.Errorf("unknown node %s", op.Node)}, nil
+	}
+	ns.State, ns.Reason, ns.Since, ns.By = op.State, op.Why, op.Time, -1
+	if op.State == "DRAIN" || op.State == "ADMIN_DOWN" {
+		ns.By = int64(op.UID)
+	}
+	if op.State != "DOWN" && op.State != "ADMIN_DOWN" {
+		return Result{}, nil
+	}
+	// Jobs running on a node that is gone end as NODE_FAIL.
+	var ids []uint64
+	for id, j := range f.st.Jobs {
+		if (j.State != api.StateRunning && j.State != api.StateCompleting) || !allocatedOn(j, op.Node) {
+			continue
+		}
+		j = f.jobForWrite(id)
+		j.State = api.StateNodeFail
+		j.Reason = "NodeDown"
+		j.EndTime = op.Time
+		CloseSteps(j, op.Time)
+		ids = append(ids, j.ID)
+	}
+	return Result{}, sortedIDs(ids)
+}
+
+func (f *FSM) applyUpdateJob(op *UpdateJob) (Result, []uint64) {
+	j := f.st.Jobs[op.JobID]
+	if j == nil {
+		return Result{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil
+	}
+	if j.State.Final() {
+		return Result{Err: &api.Error{Message: api.ErrAlreadyDone}}, nil
+	}
+	j = f.jobForWrite(op.JobID)
+	u := &op.Update
+	if u.TimeLimitMin != 0 {
+		j.Spec.TimeLimitMin = u.TimeLimitMin
+	}
+	if u.Partition != "" {
+		j.Spec.Partition = u.Partition
+	}
+	if u.Nodes != 0 {
+		j.Spec.Nodes = u.Nodes
+	}
+	if u.Name != "" {
+		j.Spec.Name = u.Name
+	}
+	if u.Begin != nil && j.State == api.StatePending {
+		j.Spec.Begin = *u.Begin
+	}
+	return Result{}, []uint64{j.ID}
+}
+
+func (f *FSM) applyAcctmgr(op *Acctmgr) (Result, []uint64) {
+	if op.Op.Version != f.st.Acct.Version {
+		return Result{Err: acct.ErrChanged}, nil
+	}
+	next := f.st.Acct.Clone()
+	if _, err := next.Apply(&op.Op, f.cfg.ClusterName); err != nil {
+		return Result{Err: err}, nil
+	}
+	next.Version++
+	f.st.Acct = next
+	return Result{}, nil
+}
+
+// requeueDelay is how long a preempted, requeued job waits before it may
+// start again (slurmctld's batch_requeue_fini: 121 s).
+const requeueDelay = 121 * time.Second
+
+// finish records a job's end, e, at now. Called with f.mu held, on a job
+// record Apply may change.
+func finish(j *api.Job, e *api.JobEnd, now time.Time) {
+	j.ExitCode, j.Signal = e.ExitCode, e.Signal
+	j.BatchUsage = e.Usage
+	j.EndTime = now
+	CloseSteps(j, now) // steps whose launcher did not report end with the job
+	switch {
+	case j.CancelRequested:
+		j.State = api.StateCancelled
+	case j.TimedOut:
+		j.State = api.StateTimeout
+	case j.Preempted == "REQUEUE":
+		requeue(j, now)
+	case j.Preempted == "CANCEL":
+		j.State = api.StatePreempted
+	case e.OOM:
+		j.State = api.StateOutOfMemory
+	case e.Error != "":
+		j.State = api.StateFailed
+		j.Reason = e.Error
+		if j.ExitCode == 0 {
+			j.ExitCode = 1
+		}
+	case e.ExitCode != 0 || e.Signal != 0:
+		j.State = api.StateFailed
+	default:
+		j.State = api.StateCompleted
+	}
+}
+
+// requeue sends an ended run back to the queue with the same id, as
+// slurmctld requeues.
+func requeue(j *api.Job, now time.Time) {
+	// A preempted job may not start again for 121 s, as under Slurm:
+	// otherwise, older than the job that preempted it, it could take its
+	// place back at once and be preempted again, for ever.
+	if j.RequeueDelay {
+		if b := now.Add(requeueDelay); j.Spec.Begin.Before(b) {
+			j.Spec.Begin = b
+		}
+		j.RequeueDelay = false
+	}
+	if j.RequeueHold {
+		// A job whose prolog failed waits held for scontrol release
+		// ("launch failed requeued held"), as under Slurm.
+		j.Hold, j.RequeueHold = api.HoldRequeue, false
+	}
+	j.State, j.Reason = api.StatePending, "BeginTime"
+	j.Alloc, j.BatchHost, j.StdOut, j.StdErr = nil, "", "", ""
+	j.StartTime, j.EndTime = time.Time{}, time.Time{}
+	j.Preempted, j.Restarts = "", j.Restarts+1
+	j.ExitCode, j.Signal = 0, 0
+}
+
+func allocatedOn(j *api.Job, node string) bool {
+	for _, a := range j.Alloc {
+		if a.Node == node {
+			return true
+		}
+	}
+	return false
+}
