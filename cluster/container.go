@@ -36,7 +36,7 @@ func validateContainer(s *api.JobSpec) error {
 }
 
 // The agents' side of container images (the StepSpec of a batch step,
-// agent.go, and of srun's steps, steprun.go).
+// agent.go, and of srun's steps, stepagent.go).
 
 // batchImage is the image the batch step of job j runs in (nil: the host's
 // file system): the job's --container-image, with the node's directories

@@ -8,7 +8,7 @@
 // auth.go; followers forward to the leader), the leader's loop (leader.go:
 // node states from gossip, a scheduling pass over a snapshot of the state,
 // its decisions committed through Raft), and the node agent that runs
-// batch steps and srun steps through exec (agent.go, steprun.go) and
+// batch steps and srun steps through exec (agent.go, stepagent.go) and
 // reports their ends.
 //
 // It may import sched, exec, accounting and its subpackages: acct, api,

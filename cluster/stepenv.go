@@ -1,18 +1,14 @@
 package cluster
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"hpc/cluster/api"
-	"hpc/cluster/config"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
 )
@@ -381,93 +377,4 @@ func (d *Daemon) gresDevices(mine api.NodeAlloc) []string {
 		}
 	}
 	return out
-}
-
-// ---- storage areas ----
-
-// The lab's storage, laid out as HPC centres lay theirs: home directories,
-// a scratch area and project areas, shared by every node. On a one-machine
-// lab they are directories under the lab's root (hpc up makes them); on
-// several machines, point the keys at file systems all nodes mount.
-//
-//	HpcHomeDir=    home directories of the lab's users (0755); jobs keep
-//	               the submitter's $HOME, as in Slurm
-//	HpcScratchDir= sticky and world-writable (1777); a user's first job
-//	               makes scratch/<user> (0700, the user's): $SCRATCH
-//	HpcProjectDir= 0755; a group's first job makes project/<group>
-//	               (2770, root and the group, files keep the group):
-//	               $PROJECT, shared by the members of the job's group
-//
-// A relative path is taken from the lab's root; unset keys mean <root>/home,
-// <root>/scratch and <root>/project.
-type storageAreas struct{ config.Storage }
-
-// storage is this node's view of the lab's storage areas; the lab's root
-// is the parent of the node's state directory.
-func (d *Daemon) storage() storageAreas {
-	return storageAreas{d.cfg.Storage(filepath.Dir(d.o.Dir))}
-}
-
-// safeName is a user or group name as a directory name, else the id.
-func safeName(name string, id uint32) string {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-		return strconv.FormatUint(uint64(id), 10)
-	}
-	return name
-}
-
-// scratchDir is a user's $SCRATCH and projectDir a group's $PROJECT.
-func (s storageAreas) scratchDir(j *api.Job) string {
-	return filepath.Join(s.Scratch, safeName(j.User, j.UID))
-}
-
-func (s storageAreas) projectDir(j *api.Job) string {
-	return filepath.Join(s.Project, safeName(j.Group, j.GID))
-}
-
-// makeArea makes a storage area with its mode (the sticky and setgid bits
-// too) unless it is there already.
-func makeArea(dir string, mode os.FileMode) error {
-	if fi, err := os.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return os.Chmod(dir, mode)
-}
-
-// makeOwnedDir makes a directory of uid:gid with mode, or checks the one
-// that is there: a directory (not a link) and, with mine, uid's. In a
-// world-writable area someone else's directory under a user's name is
-// refused, so that nobody can set a trap that a user's jobs would write
-// into. As another user than root, everything is the daemon's own and uid
-// is not checked.
-func makeOwnedDir(dir string, uid, gid uint32, mode os.FileMode, mine bool) error {
-	err := os.Mkdir(dir, 0o700)
-	switch {
-	case errors.Is(err, os.ErrExist):
-		fi, err := os.Lstat(dir)
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && mine && os.Geteuid() == 0 && st.Uid != uid {
-			return fmt.Errorf("%s belongs to uid %d, not to uid %d", dir, st.Uid, uid)
-		}
-		return nil
-	case err != nil:
-		return err
-	}
-	if os.Geteuid() == 0 {
-		if err := os.Lchown(dir, int(uid), int(gid)); err != nil {
-			return err
-		}
-	}
-	return os.Chmod(dir, mode)
 }

@@ -8,9 +8,11 @@ import (
 	"hpc/cluster/hostlist"
 )
 
-// Steps (srun inside an allocation, JOBID.0, JOBID.1, ...) live here: their
-// Raft ops, their API routes and where their tasks go in the allocation.
-// steprun.go launches them and carries their output; stepenv.go builds the
+// Steps (srun inside an allocation, JOBID.0, JOBID.1, ...): their API
+// routes and where their tasks go in the allocation live here; their
+// records and Raft operations in cluster/fsm (steps.go there). The
+// launcher (steplauncher.go), the leader (stepleader.go) and the agents
+// (stepagent.go) run them and carry their output; stepenv.go builds the
 // environment of every step, the batch step's included.
 //
 // How a step travels: srun asks its node (unix socket, POST /api/step/run).

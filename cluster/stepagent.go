@@ -1,0 +1,521 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"hpc/cluster/api"
+	"hpc/exec"
+)
+
+// The agents' side of steps: a node's share of a step (its tasks, their
+// output and input, signals, re-attaching after a restart) and the end of
+// a job on every node of its allocation.
+
+// handleStepLaunch starts a step's tasks on this node and answers with a
+// stream of frames: their output, each task's end, and last this node's
+// end. If the launcher goes away, the tasks are killed.
+func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
+	var req stepLaunchRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	j, s := &req.Job, &req.Step
+	if req.Node < 0 || req.Node >= len(s.Nodes) || s.Nodes[req.Node] != d.o.Name || len(s.Tasks) != len(s.Nodes) || len(req.Argv) == 0 {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		return
+	}
+	d.steps.mu.Lock()
+	start, ended := d.steps.ended[j.ID]
+	d.steps.mu.Unlock()
+	if ended && start.Equal(j.StartTime) {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
+		return
+	}
+	out := newNDJSON(w)
+	first := 0
+	for _, n := range s.Tasks[:req.Node] {
+		first += n
+	}
+	n := s.Tasks[req.Node]
+	end := func(e nodeEnd) { _ = out.send(taskFrame{End: &e}) }
+	tmp, scratch, err := d.jobRunStorage(j) // jobstorage.go
+	if err != nil {
+		end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
+		return
+	}
+	base := exportEnv(req.Export, req.Env)
+	// Every task fails the same way when the command cannot be run, as
+	// slurmstepd's tasks do: the reason on stderr, errno as exit code.
+	execFailed := func(msg string) {
+		code := 1
+		switch {
+		case strings.HasSuffix(msg, "No such file or directory"):
+			code = 2
+		case strings.HasSuffix(msg, "Permission denied"):
+			code = 13
+		}
+		for i := range n {
+			_ = out.send(taskFrame{Task: first + i, Stream: api.StreamStderr, Data: []byte("slurmstepd: error: " + msg + "\n")})
+			_ = out.send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: code}})
+		}
+		end(nodeEnd{})
+	}
+	path, _ := lookupVar(base, "PATH")
+	prog, err := lookPath(req.Argv[0], path, req.WorkDir)
+	if err != nil {
+		execFailed(fmt.Sprintf("execve(): %s: %s", req.Argv[0], err))
+		return
+	}
+	argv := append([]string{prog}, req.Argv[1:]...)
+	ts := &taskStep{ready: make(chan struct{}), start: j.StartTime}
+	ts.relay = newStepRelay(d.stepAttachWait(), ts.abandon)
+	gtids := make([]int, n)
+	for i := range gtids {
+		gtids[i] = first + i
+	}
+	tasks := make([]exec.TaskSpec, n)
+	for i := range tasks {
+		tasks[i] = exec.TaskSpec{
+			Argv: argv,
+			Env: d.stepEnv(j, base, envSlot{
+				step: s, nodeIndex: req.Node, procID: first + i, localID: i, gtids: gtids,
+				masterAddr: d.nodeAddr(s.Nodes[0]), masterPort: req.MasterPort, launcher: s.Launcher,
+				tmpDir: tmp, scratch: scratch,
+			}),
+			Stdout: relayWriter{ts.relay, first + i, api.StreamStdout},
+			Stderr: relayWriter{ts.relay, first + i, api.StreamStderr},
+		}
+		taskInput(&tasks[i], &req, first+i) // stepinput.go
+	}
+	mine := allocOn(j, d.o.Name)
+	cpus := n * max(s.CPUsPerTask, 1)
+	if mine.CPUs > 0 {
+		cpus = min(cpus, mine.CPUs)
+	}
+	workDir := req.WorkDir
+	if workDir == "" {
+		workDir = j.Spec.WorkDir
+	}
+	img, err := stepImage(j, req.Env, tmp, scratch) // container.go
+	if err != nil {
+		end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
+		return
+	}
+	tag, _ := json.Marshal(stepTag{Start: j.StartTime, First: first})
+	spec := exec.StepSpec{
+		ID: fmt.Sprintf("%d.%d", j.ID, s.ID), UID: j.UID, GID: j.GID, WorkDir: workDir,
+		CPUs: cpus, CPUIDs: mine.CPUIDs, MemMB: mine.MemMB, Tasks: tasks, Devices: d.gresDevices(mine),
+		Job: strconv.FormatUint(j.ID, 10), JobMemMB: mine.MemMB,
+		Image: img, Tag: string(tag),
+		OnTaskEnd: func(i int, r exec.TaskResult) {
+			ts.relay.exit(api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal})
+		},
+	}
+	d.listTaskStep(j.ID, s.ID, ts)
+	st, err := d.exec.Launch(spec)
+	ts.step = st
+	close(ts.ready)
+	if err != nil {
+		ts.relay.stop()
+		d.forgetTaskStep(j.ID, s.ID, ts)
+		if msg := err.Error(); strings.HasPrefix(msg, "execve(): ") {
+			execFailed(msg)
+		} else {
+			end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
+		}
+		return
+	}
+	d.steps.mu.Lock()
+	start, ended = d.steps.ended[j.ID]
+	d.steps.mu.Unlock()
+	if ended && start.Equal(j.StartTime) { // the job ended while this launched
+		ts.cancelled.Store(true)
+		st.Kill(0)
+	}
+	go d.awaitTaskStep(j.ID, s.ID, ts, first, n)
+	ts.relay.serve(out, r.Context().Done())
+}
+
+// stepTag is what a task step's container keeps of its place (exec's
+// StepSpec.Tag), for a new daemon re-attaching to it: the job run it
+// belongs to, and the global rank of its first task here.
+type stepTag struct {
+	Start time.Time `json:"start"`
+	First int       `json:"first"`
+}
+
+// abandon kills a step whose launcher did not come back.
+func (ts *taskStep) abandon() {
+	ts.cancelled.Store(true)
+	<-ts.ready
+	if ts.step != nil {
+		ts.step.Kill(0)
+	}
+}
+
+// listTaskStep lists a step's share on this node, before it starts: a
+// signal for it is never lost.
+func (d *Daemon) listTaskStep(job uint64, step uint32, ts *taskStep) {
+	d.steps.mu.Lock()
+	defer d.steps.mu.Unlock()
+	m := d.steps.tasks[job]
+	if m == nil {
+		m = map[uint32]*taskStep{}
+		d.steps.tasks[job] = m
+	}
+	m[step] = ts
+}
+
+func (d *Daemon) forgetTaskStep(job uint64, step uint32, ts *taskStep) {
+	d.steps.mu.Lock()
+	defer d.steps.mu.Unlock()
+	if m := d.steps.tasks[job]; m != nil && m[step] == ts {
+		delete(m, step)
+		if len(m) == 0 {
+			delete(d.steps.tasks, job)
+		}
+	}
+}
+
+// awaitTaskStep passes a step's end on this node to its launcher once its
+// n tasks (the first of global rank first) have ended; the step is
+// forgotten once a launcher has it.
+func (d *Daemon) awaitTaskStep(job uint64, step uint32, ts *taskStep, first, n int) {
+	res := ts.step.Wait()
+	if res.OOM && n > 0 {
+		ts.relay.send(taskFrame{Task: first, Stream: api.StreamStderr, Data: []byte(exec.OOMNotice(ts.step.ID(), res.OOMKills))})
+	}
+	e := nodeEnd{OOM: res.OOM, Cancelled: ts.cancelled.Load(), Usage: stepUsage(res.Usage, d.o.Name)}
+	if res.Err != nil {
+		e.Error = fmt.Sprintf("%s: %v", d.o.Name, res.Err)
+	}
+	ts.relay.finish(e)
+	<-ts.relay.delivered
+	d.forgetTaskStep(job, step, ts)
+}
+
+// handleStepAttach attaches a launcher to a step's share on this node that
+// lost its launcher's stream (steprelay.go): it is answered as the step's
+// launch was, from where the share is.
+func (d *Daemon) handleStepAttach(w http.ResponseWriter, r *http.Request) {
+	var req stepLaunchRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	d.steps.mu.Lock()
+	ts := d.steps.tasks[req.Job.ID][req.Step.ID]
+	d.steps.mu.Unlock()
+	if ts == nil || ts.relay == nil || !ts.start.Equal(req.Job.StartTime) {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
+		return
+	}
+	ts.relay.serve(newNDJSON(w), r.Context().Done())
+}
+
+// lookPath finds the program of a task as execvp would with the task's
+// PATH: a name with a slash is taken as it is (from the working directory
+// when relative).
+func lookPath(prog, path, dir string) (string, error) {
+	if strings.Contains(prog, "/") {
+		if !filepath.IsAbs(prog) {
+			prog = filepath.Join(dir, prog)
+		}
+		return prog, nil
+	}
+	if path == "" {
+		path = defaultPath
+	}
+	for _, p := range filepath.SplitList(path) {
+		if p == "" {
+			p = "."
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		f := filepath.Join(p, prog)
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return f, nil
+		}
+	}
+	return "", errors.New("No such file or directory")
+}
+
+// handleTaskSignal signals a step's tasks on this node; 9 kills them.
+func (d *Daemon) handleTaskSignal(w http.ResponseWriter, r *http.Request) {
+	var req api.StepSignalRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	d.steps.mu.Lock()
+	ts := d.steps.tasks[req.JobID][req.StepID]
+	d.steps.mu.Unlock()
+	if ts != nil {
+		select {
+		case <-ts.ready:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if ts != nil && ts.step != nil {
+		if req.Signal == int(syscall.SIGKILL) {
+			ts.cancelled.Store(true)
+			ts.step.Kill(0)
+		} else if err := ts.step.Signal(syscall.Signal(req.Signal)); err != nil && !errors.Is(err, exec.ErrStepEnded) {
+			writeErr(w, http.StatusInternalServerError, err)
+			return
+		}
+	}
+	writeJSON(w, struct{}{})
+}
+
+// handleStepPort picks a step's MASTER_PORT on its first node.
+func (d *Daemon) handleStepPort(w http.ResponseWriter, r *http.Request) {
+	var req jobRef
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, portReply{Port: d.masterPort(req.JobID)})
+}
+
+// handleJobCleanup ends a job's steps on this node and removes its $TMPDIR.
+func (d *Daemon) handleJobCleanup(w http.ResponseWriter, r *http.Request) {
+	var req jobRef
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	go d.cleanupLocal(req.JobID, req.Start)
+	writeJSON(w, struct{}{})
+}
+
+// handleHolderRelease ends the holder batch step of an allocation that
+// salloc or srun made; the job then ends with the status they gave.
+func (d *Daemon) handleHolderRelease(w http.ResponseWriter, r *http.Request) {
+	var req api.ReleaseRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	// The release may come before the launch (salloc true): the holder
+	// then ends as soon as it starts.
+	d.steps.mu.Lock()
+	step := d.steps.steps[req.JobID]
+	if len(d.steps.released) >= maxEnded {
+		for id := range d.steps.released {
+			if _, here := d.steps.steps[id]; !here {
+				delete(d.steps.released, id)
+			}
+		}
+	}
+	d.steps.released[req.JobID] = req
+	d.steps.mu.Unlock()
+	if step != nil {
+		step.Kill(0)
+	}
+	writeJSON(w, struct{}{})
+}
+
+// signalJobSteps sends a signal to every step of a job, on every node of
+// its allocation.
+func (d *Daemon) signalJobSteps(j *api.Job, sig int) {
+	var wg sync.WaitGroup
+	for _, a := range j.Alloc {
+		wg.Go(func() {
+			addr, err := d.nodeAPI(a.Node)
+			if err == nil {
+				ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+				err = d.callNode(ctx, addr, "/internal/job/signal", jobRef{JobID: j.ID, Start: j.StartTime, Signal: sig}, nil)
+				cancel()
+			}
+			if err != nil {
+				d.log.Warn("signalling a job's steps failed", "job", j.ID, "node", a.Node, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// handleJobStepsSignal signals this node's tasks of a job's steps.
+func (d *Daemon) handleJobStepsSignal(w http.ResponseWriter, r *http.Request) {
+	var req jobRef
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Signal <= 0 {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		return
+	}
+	d.steps.mu.Lock()
+	var steps []*taskStep
+	for _, ts := range d.steps.tasks[req.JobID] {
+		if ts.start.Equal(req.Start) {
+			steps = append(steps, ts)
+		}
+	}
+	d.steps.mu.Unlock()
+	for _, ts := range steps {
+		<-ts.ready
+		if ts.step != nil {
+			_ = ts.step.Signal(syscall.Signal(req.Signal))
+		}
+	}
+	writeJSON(w, struct{}{})
+}
+
+// jobHere returns the job whose batch step runs on this node, or nil.
+func (d *Daemon) jobHere(id uint64) *api.Job {
+	d.steps.mu.Lock()
+	defer d.steps.mu.Unlock()
+	return d.steps.jobs[id]
+}
+
+// cleanupJob ends a job's steps and removes its $TMPDIR on every node of
+// its allocation (this one included). The batch host calls it when the
+// batch step ends or the job is cancelled.
+func (d *Daemon) cleanupJob(j *api.Job) {
+	var wg sync.WaitGroup
+	for _, a := range j.Alloc {
+		if a.Node == d.o.Name {
+			wg.Go(func() { d.cleanupLocal(j.ID, j.StartTime) })
+			continue
+		}
+		wg.Go(func() {
+			for try := range 5 {
+				addr, err := d.nodeAPI(a.Node)
+				if err == nil {
+					ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+					err = d.callNode(ctx, addr, "/internal/job/cleanup", jobRef{JobID: j.ID, Start: j.StartTime}, nil)
+					cancel()
+				}
+				if err == nil || d.ctx.Err() != nil {
+					return
+				}
+				d.log.Warn("job cleanup on a node failed", "job", j.ID, "node", a.Node, "err", err)
+				time.Sleep(time.Duration(try+1) * 500 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// maxEnded bounds the memory of ended job runs.
+const maxEnded = 4096
+
+// cleanupLocal ends this node's share of a job run: its steps are killed
+// (SIGTERM, SIGKILL after KillWait), and once they are gone and the batch
+// step too, the job's $TMPDIR here is removed.
+func (d *Daemon) cleanupLocal(jobID uint64, start time.Time) {
+	d.steps.mu.Lock()
+	if len(d.steps.ended) >= maxEnded {
+		for id := range d.steps.ended {
+			delete(d.steps.ended, id)
+			if len(d.steps.ended) < maxEnded/2 {
+				break
+			}
+		}
+	}
+	d.steps.ended[jobID] = start
+	var steps []*taskStep
+	for _, ts := range d.steps.tasks[jobID] {
+		if ts.start.Equal(start) {
+			ts.cancelled.Store(true)
+			steps = append(steps, ts)
+		}
+	}
+	d.steps.mu.Unlock()
+	for _, ts := range steps {
+		<-ts.ready
+		if ts.step != nil {
+			ts.step.Kill(d.killWait())
+		}
+	}
+	for _, ts := range steps {
+		if ts.step != nil {
+			ts.step.Wait()
+		}
+	}
+	d.steps.mu.Lock()
+	_, batch := d.steps.steps[jobID]
+	d.steps.mu.Unlock()
+	if batch {
+		return // a new run of the job (requeued) uses the directory now
+	}
+	os.RemoveAll(d.jobTmp(jobID))
+	d.forgetRunStorage(jobID, start)
+}
+
+// jobTmp is a job's $TMPDIR on this node.
+func (d *Daemon) jobTmp(jobID uint64) string {
+	return filepath.Join(d.o.Dir, "tmp", "job"+strconv.FormatUint(jobID, 10))
+}
+
+// jobStorage makes a job's storage on this node and returns its $TMPDIR
+// and $SCRATCH: a private directory for the job on this node (fresh: made
+// anew, as the batch step starts), removed when the job ends, and the
+// user's directory in the lab's scratch area (shared by the nodes), kept.
+// Both are the user's, mode 0700. It also makes the group's directory in
+// the project area ($PROJECT; see storageAreas).
+func (d *Daemon) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err error) {
+	tmp = d.jobTmp(j.ID)
+	if fresh {
+		os.RemoveAll(tmp)
+	}
+	if err := os.MkdirAll(filepath.Dir(tmp), 0o755); err != nil {
+		return "", "", fmt.Errorf("cannot make the job's TMPDIR: %w", err)
+	}
+	if err := mkdirOwned(tmp, j.UID, j.GID); err != nil {
+		return "", "", fmt.Errorf("cannot make the job's TMPDIR: %w", err)
+	}
+	areas := d.storage()
+	if err := makeArea(areas.Scratch, os.ModeSticky|0o777); err != nil {
+		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
+	}
+	scratch = areas.scratchDir(j)
+	if err := makeOwnedDir(scratch, j.UID, j.GID, 0o700, true); err != nil {
+		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
+	}
+	if err := makeArea(areas.Project, 0o755); err != nil {
+		return "", "", fmt.Errorf("cannot make PROJECT: %w", err)
+	}
+	// Only root makes directories in the project area: one that is there
+	// may have been handed to someone (a PI) by an administrator.
+	if err := makeOwnedDir(areas.projectDir(j), 0, j.GID, os.ModeSetgid|0o770, false); err != nil {
+		return "", "", fmt.Errorf("cannot make PROJECT: %w", err)
+	}
+	return tmp, scratch, nil
+}
+
+// mkdirOwned makes a directory of the user's, mode 0700, unless one is
+// there already (a symbolic link is refused).
+func mkdirOwned(dir string, uid, gid uint32) error {
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, os.ErrExist) {
+		fi, lerr := os.Lstat(dir)
+		if lerr != nil {
+			return lerr
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		return os.Lchown(dir, int(uid), int(gid))
+	}
+	return nil
+}

@@ -1,0 +1,333 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"hpc/cluster/api"
+)
+
+// The launcher: the node srun talks to. It creates the step through the
+// leader, starts its tasks on every node of it, merges their output into
+// its answer to srun and commits the step's end.
+
+// handleStepRun runs a step for srun: creates it through the leader,
+// launches its tasks on every node of it, streams their output back as
+// StepEvents and commits its end.
+func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req api.StepRequest
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Argv) == 0 {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		return
+	}
+	path := "/api/step/create"
+	if req.Attach {
+		path = "/api/step/find" // srun's step, whose launcher was restarted
+	}
+	var created stepCreated
+	if err := d.call(r.Context(), id, d.addr(d.cfg.APIPort), path, stepCreateRequest{StepRequest: req, Launcher: d.o.Name}, &created); err != nil {
+		userErr(w, err)
+		return
+	}
+	j, s := &created.Job, created.Step
+	key := stepKey{j.ID, s.ID}
+	l := &launch{uid: j.UID, nodes: s.Nodes, tasks: s.Tasks, input: req.Input, pty: req.Pty}
+	d.steps.mu.Lock()
+	d.steps.launches[key] = l
+	d.steps.mu.Unlock()
+	unlist := func() {
+		d.steps.mu.Lock()
+		if d.steps.launches[key] == l {
+			delete(d.steps.launches, key)
+		}
+		d.steps.mu.Unlock()
+	}
+	defer unlist()
+
+	port := 10000 + int(j.ID%50000)
+	if addr, err := d.nodeAPI(s.Nodes[0]); err == nil && !req.Attach {
+		var pr portReply
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		if d.call(ctx, Identity{Node: true}, addr, "/internal/step/port", jobRef{JobID: j.ID}, &pr) == nil && pr.Port > 0 {
+			port = pr.Port
+		}
+		cancel()
+	}
+
+	out := newNDJSON(w)
+	_ = out.send(api.StepEvent{Step: &s, Warning: created.Warning})
+	ends := make([]nodeEnd, len(s.Nodes))
+	exits := make([][]api.TaskExit, len(s.Nodes))
+	// The tasks outlive srun's request by the little it takes to kill
+	// them: if srun goes away its step is killed, and its end (how each
+	// task died) is still collected and recorded.
+	nctx, ncancel := context.WithCancel(d.ctx)
+	defer ncancel()
+	all := make(chan struct{})
+	go func() {
+		select {
+		case <-r.Context().Done():
+		case <-d.ctx.Done():
+		case <-all:
+			return
+		}
+		if d.keepSteps.Load() {
+			return // the daemon stops, leaving the step to its next one
+		}
+		l.cancelled.Store(true)
+		kctx, kcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		d.signalStep(kctx, s.Nodes, api.StepSignalRequest{JobID: j.ID, StepID: s.ID, Signal: int(syscall.SIGKILL)})
+		kcancel()
+	}()
+	var wg sync.WaitGroup
+	for i, node := range s.Nodes {
+		wg.Go(func() {
+			lr := stepLaunchRequest{Job: *j, Step: s, Node: i, Argv: req.Argv, Env: req.Env,
+				Export: req.Export, WorkDir: req.WorkDir, MasterPort: port,
+				Input: req.Input, Pty: req.Pty, Rows: req.Rows, Cols: req.Cols}
+			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out, req.Attach)
+		})
+	}
+	wg.Wait()
+	close(all)
+	if d.keepSteps.Load() {
+		// The daemon stops and leaves its steps running: srun attaches
+		// to the next one (api.StepRequest.Attach), which takes over.
+		return
+	}
+
+	// The step's end: the highest exit code, the first signal.
+	report := api.Step{ID: s.ID}
+	var errs []string
+	oom, cancelled := false, l.cancelled.Load()
+	for i, e := range ends {
+		for _, x := range exits[i] {
+			report.ExitCode = max(report.ExitCode, x.ExitCode)
+			if report.Signal == 0 {
+				report.Signal = x.Signal
+			}
+		}
+		oom = oom || e.OOM
+		cancelled = cancelled || e.Cancelled
+		report.Usage = addUsage(report.Usage, e.Usage)
+		if e.Error != "" {
+			errs = append(errs, e.Error)
+			report.ExitCode = max(report.ExitCode, 1)
+		}
+	}
+	switch {
+	case oom:
+		report.State = api.StateOutOfMemory
+		report.ExitCode, report.Signal = 0, api.SigOOM&0x7f
+	case cancelled:
+		report.State = api.StateCancelled
+	}
+	done := &api.StepDone{ExitCode: report.ExitCode, Signal: report.Signal, State: report.State, Error: strings.Join(errs, "; ")}
+	if final, err := d.commitStepEnd(j.ID, report); err == nil {
+		done.State = final.State
+	} else {
+		d.log.Warn("step end not committed", "job", j.ID, "step", s.ID, "err", err)
+	}
+	if done.State == "" {
+		done.State = j.StepEndState(report)
+	}
+	unlist() // the step is over before srun hears so
+	_ = out.send(api.StepEvent{Done: done})
+}
+
+// runOnNode launches a step's tasks on one node (or, with attach, takes
+// over a launch another daemon made) and forwards their output and ends to
+// out until the node reports its end. If the node's stream breaks (its
+// daemon was restarted), it attaches to the step again, as long as the
+// node keeps the step waiting for it (stepAttachWait).
+func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchRequest, out *ndjson, attach bool) ([]api.TaskExit, nodeEnd) {
+	failed := func(err error) nodeEnd {
+		return nodeEnd{Error: fmt.Sprintf("Task launch for StepId=%d.%d failed on node %s: %v", lr.Job.ID, lr.Step.ID, node, err)}
+	}
+	exits := map[int]api.TaskExit{}
+	sorted := func() []api.TaskExit {
+		xs := make([]api.TaskExit, 0, len(exits))
+		for _, x := range exits {
+			xs = append(xs, x)
+		}
+		sort.Slice(xs, func(a, b int) bool { return xs[a].Task < xs[b].Task })
+		return xs
+	}
+	lost := func(err error) ([]api.TaskExit, nodeEnd) {
+		xs := sorted()
+		for k := range xs {
+			if d.keepSteps.Load() {
+				break // srun gets them from the daemon it attaches to next
+			}
+			_ = out.send(api.StepEvent{Exit: &xs[k]})
+		}
+		if ctx.Err() != nil {
+			return xs, nodeEnd{Cancelled: true}
+		}
+		return xs, nodeEnd{Error: fmt.Sprintf("%s: the node lost StepId=%d.%d: %v", node, lr.Job.ID, lr.Step.ID, err)}
+	}
+	var deadline time.Time // while attaching again
+	if attach {
+		deadline = time.Now().Add(d.stepAttachWait())
+	}
+	for {
+		path := "/internal/step/launch"
+		if attach {
+			path = "/internal/step/attach"
+		}
+		addr, err := d.nodeAPI(node)
+		var resp *http.Response
+		if err == nil {
+			// No overall timeout: the answer lasts as long as the tasks run.
+			resp, err = d.post(ctx, Identity{Node: true}, addr, path, lr, &http.Client{})
+		}
+		if err != nil {
+			var ae *api.Error
+			switch {
+			case !attach:
+				return nil, failed(err)
+			case ctx.Err() != nil, time.Now().After(deadline), errors.As(err, &ae):
+				return lost(err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
+		}
+		deadline = time.Time{}
+		end, err := d.relayNode(resp.Body, exits, out)
+		resp.Body.Close()
+		if end != nil {
+			// Task ends go to srun with the node's end: on a node where
+			// the OOM killer struck, a task that failed reports SigOOM,
+			// as slurmstepd's do (its shell may have seen its child
+			// killed and exited 137).
+			xs := sorted()
+			for k := range xs {
+				if end.OOM && (xs[k].Signal != 0 || xs[k].ExitCode != 0) {
+					xs[k].ExitCode, xs[k].Signal = 0, api.SigOOM
+				}
+				_ = out.send(api.StepEvent{Exit: &xs[k]})
+			}
+			return xs, *end
+		}
+		if ctx.Err() != nil {
+			return lost(err)
+		}
+		// The node's daemon went away under the step: its next one
+		// re-attaches to it, and this launcher to that daemon.
+		d.log.Warn("a step's stream from a node broke; attaching again", "job", lr.Job.ID, "step", lr.Step.ID, "node", node, "err", err)
+		attach = true
+		deadline = time.Now().Add(d.stepAttachWait() + 10*time.Second)
+	}
+}
+
+// relayNode reads a node's stream of a step: output goes on to out, task
+// ends into exits, until the node's end (returned) or the stream's.
+func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *ndjson) (*nodeEnd, error) {
+	dec := json.NewDecoder(body)
+	for {
+		var f taskFrame
+		if err := dec.Decode(&f); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the node ended the stream early")
+			}
+			return nil, err
+		}
+		switch {
+		case f.End != nil:
+			return f.End, nil
+		case f.Exit != nil:
+			exits[f.Exit.Task] = *f.Exit
+		case f.Stream != 0:
+			_ = out.send(api.StepEvent{Task: f.Task, Stream: f.Stream, Data: f.Data})
+		}
+	}
+}
+
+// commitStepEnd reports a step's end to the leader until it is committed,
+// for a minute at most, and returns the step as recorded.
+func (d *Daemon) commitStepEnd(jobID uint64, s api.Step) (api.Step, error) {
+	deadline := time.Now().Add(time.Minute)
+	delay := 100 * time.Millisecond
+	for {
+		var got api.Step
+		ctx, cancel := context.WithTimeout(d.ctx, 15*time.Second)
+		err := d.callNode(ctx, d.addr(d.cfg.APIPort), "/internal/step/end", stepEndReport{JobID: jobID, Step: s}, &got)
+		cancel()
+		if err == nil {
+			return got, nil
+		}
+		var ae *api.Error
+		if (errors.As(err, &ae) && ae.Message != api.ErrNoLeader) || time.Now().After(deadline) || d.ctx.Err() != nil {
+			return api.Step{}, err
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// handleStepSignal forwards srun's signal to the nodes of its step; 9
+// kills the step (SIGTERM and SIGKILL at once), which then ends CANCELLED.
+func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req api.StepSignalRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		return
+	}
+	l := d.ownLaunch(w, id, req.JobID, req.StepID)
+	if l == nil {
+		return
+	}
+	if req.Signal == int(syscall.SIGKILL) {
+		l.cancelled.Store(true)
+	}
+	d.signalStep(r.Context(), l.nodes, req)
+	writeJSON(w, struct{}{})
+}
+
+// ownLaunch returns the step this node runs for srun if the caller may act
+// on it; otherwise it answers with the error and returns nil.
+func (d *Daemon) ownLaunch(w http.ResponseWriter, id Identity, job uint64, step uint32) *launch {
+	d.steps.mu.Lock()
+	l := d.steps.launches[stepKey{job, step}]
+	d.steps.mu.Unlock()
+	switch {
+	case l == nil:
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
+		return nil
+	case id.UID != 0 && id.UID != l.uid:
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
+		return nil
+	}
+	return l
+}
+
+// signalStep sends a step signal to its nodes.
+func (d *Daemon) signalStep(ctx context.Context, nodes []string, req api.StepSignalRequest) {
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() {
+			addr, err := d.nodeAPI(n)
+			if err == nil {
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err = d.callNode(cctx, addr, "/internal/step/signal", req, nil)
+				cancel()
+			}
+			if err != nil {
+				d.log.Warn("step signal failed", "job", req.JobID, "step", req.StepID, "node", n, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+
+	"hpc/cluster/api"
+	"hpc/cluster/fsm"
+)
+
+// The leader's side of steps: creating and ending them, and the
+// allocations srun and salloc make and release.
+
+// handleStepCreate checks a step request against its job, places its tasks
+// and commits the step.
+func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req stepCreateRequest
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Argv) == 0 {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		return
+	}
+	j := d.callersJob(w, id, req.JobID)
+	switch {
+	case j == nil:
+		return
+	case j.State == api.StatePending:
+		userErr(w, &api.Error{Message: "Job is pending execution"})
+		return
+	case j.State != api.StateRunning || j.CancelRequested:
+		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
+		return
+	}
+	plan, err := planStep(j, &req.StepRequest)
+	if err != nil {
+		userErr(w, err)
+		return
+	}
+	name := req.Name
+	if name == "" {
+		name = filepath.Base(req.Argv[0])
+	}
+	s := api.Step{Name: name, Nodes: plan.Nodes, Tasks: plan.Tasks, CPUsPerTask: plan.CPUsPerTask, Launcher: req.Launcher}
+	res, err := d.propose(&fsm.StepStart{Time: d.now(), JobID: j.ID, Step: s})
+	if err != nil {
+		userErr(w, err)
+		return
+	}
+	j, _ = d.fsm.Job(req.JobID)
+	if j == nil || j.StepIndex(uint32(res.JobID)) < 0 {
+		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
+		return
+	}
+	writeJSON(w, stepCreated{Job: *j, Step: j.Steps[j.StepIndex(uint32(res.JobID))], Warning: plan.Warning})
+}
+
+// callersJob returns a job the caller may act on (root, or its owner); if
+// there is none, it answers with the error and returns nil.
+func (d *Daemon) callersJob(w http.ResponseWriter, id Identity, jobID uint64) *api.Job {
+	j, _ := d.fsm.Job(jobID)
+	switch {
+	case j == nil:
+		userErr(w, &api.Error{Message: api.ErrInvalidJobID})
+		return nil
+	case id.UID != 0 && id.UID != j.UID:
+		userErr(w, &api.Error{Message: api.ErrAccessDenied})
+		return nil
+	}
+	return j
+}
+
+// handleStepFind answers a launcher that attaches to a running step of
+// its srun (api.StepRequest.Attach) with the step and its job.
+func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req stepCreateRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		return
+	}
+	j := d.callersJob(w, id, req.JobID)
+	if j == nil {
+		return
+	}
+	i := j.StepIndex(req.StepID)
+	if (j.State != api.StateRunning && j.State != api.StateCompleting) || i < 0 || j.Steps[i].State != api.StateRunning {
+		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
+		return
+	}
+	writeJSON(w, stepCreated{Job: *j, Step: j.Steps[i]})
+}
+
+// handleStepEnd commits a step's end and answers with the step as recorded.
+func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var rep stepEndReport
+	if err := json.Unmarshal(body, &rep); err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	if _, err := d.propose(&fsm.StepEnd{Time: d.now(), JobID: rep.JobID, Step: rep.Step}); err != nil {
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	j, _ := d.fsm.Job(rep.JobID)
+	if j == nil || j.StepIndex(rep.Step.ID) < 0 {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
+		return
+	}
+	writeJSON(w, j.Steps[j.StepIndex(rep.Step.ID)])
+}
+
+// handleAllocWait answers once the job has left PENDING, or after the
+// timeout (a long poll), with its allocation's environment when it runs.
+func (d *Daemon) handleAllocWait(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	mine := func(j *api.Job) bool { return id.UID == 0 || id.UID == j.UID }
+	j := d.pollJob(w, r, func(j *api.Job) bool { return j.State != api.StatePending || !mine(j) }) // server.go
+	switch {
+	case j == nil:
+	case !mine(j):
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
+	case j.State == api.StateRunning:
+		writeJSON(w, api.Allocation{Job: *j, Env: d.allocEnv(j)})
+	default:
+		writeJSON(w, api.Allocation{Job: *j})
+	}
+}
+
+// handleRelease ends an allocation salloc or srun made: a pending one is
+// cancelled; a running one's holder ends, and the job with the status the
+// client gave.
+func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+	var req api.ReleaseRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		return
+	}
+	j := d.callersJob(w, id, req.JobID)
+	switch {
+	case j == nil:
+		return
+	case j.State.Final():
+		writeJSON(w, struct{}{})
+		return
+	case j.Spec.Script != api.HolderScript:
+		userErr(w, &api.Error{Message: fmt.Sprintf("job %d is not an allocation of salloc or srun", j.ID)})
+		return
+	case j.State == api.StatePending:
+		if _, err := d.propose(&fsm.Cancel{Time: d.now(), JobID: j.ID, UID: id.UID}); err != nil {
+			userErr(w, err)
+			return
+		}
+		writeJSON(w, struct{}{})
+		return
+	}
+	addr, err := d.nodeAPI(j.BatchHost)
+	if err == nil {
+		err = d.callNode(r.Context(), addr, "/internal/job/release", req, nil)
+	}
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, struct{}{})
+}
