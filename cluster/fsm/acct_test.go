@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -487,16 +488,9 @@ func TestAcctDeterministicSnapshotRestore(t *testing.T) {
 		t.Fatalf("same ops, different records:\n%s\n%s", ja, jb)
 	}
 
-	snap, err := a.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
+	data := persisted(t, a)
 	c, _ := testFSM(t, cfg)
-	if err := c.Restore(io.NopCloser(strings.NewReader(sink.String()))); err != nil {
+	if err := c.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
 	if va, vc := acctView(a), acctView(c); !reflect.DeepEqual(va, vc) {

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -165,16 +166,9 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	cfg := testConfig(t)
 	a, _ := testFSM(t, cfg)
 	applyAll(t, a, testLog(), 1)
-	snap, err := a.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
+	data := persisted(t, a)
 	b, sb := testFSM(t, cfg)
-	if err := b.Restore(io.NopCloser(strings.NewReader(sink.String()))); err != nil {
+	if err := b.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
 	for id := uint64(1); id <= 4; id++ {

@@ -107,14 +107,10 @@ func (f *FSM) applyEnd(op *End) (Result, []uint64) {
 }
 
 func (f *FSM) applyCancel(op *Cancel) (Result, []uint64) {
-	j := f.st.Jobs[op.JobID]
-	if j == nil {
-		return Result{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil
+	j, err := f.unfinishedJob(op.JobID)
+	if err != nil {
+		return Result{Err: err}, nil
 	}
-	if j.State.Final() {
-		return Result{Err: &api.Error{Message: api.ErrAlreadyDone}}, nil
-	}
-	j = f.jobForWrite(op.JobID)
 	j.CancelRequested = true
 	j.CancelledBy = op.UID
 	switch j.State {
@@ -235,14 +231,10 @@ func (f *FSM) applyNodeState(op *NodeStateChange) (Result, []uint64) {
 }
 
 func (f *FSM) applyUpdateJob(op *UpdateJob) (Result, []uint64) {
-	j := f.st.Jobs[op.JobID]
-	if j == nil {
-		return Result{Err: &api.Error{Message: api.ErrInvalidJobID}}, nil
+	j, err := f.unfinishedJob(op.JobID)
+	if err != nil {
+		return Result{Err: err}, nil
 	}
-	if j.State.Final() {
-		return Result{Err: &api.Error{Message: api.ErrAlreadyDone}}, nil
-	}
-	j = f.jobForWrite(op.JobID)
 	u := &op.Update
 	if u.TimeLimitMin != 0 {
 		j.Spec.TimeLimitMin = u.TimeLimitMin
@@ -273,6 +265,19 @@ func (f *FSM) applyAcctmgr(op *Acctmgr) (Result, []uint64) {
 	next.Version++
 	f.st.Acct = next
 	return Result{}, nil
+}
+
+// unfinishedJob returns job id for Apply to change, or Slurm's error for a
+// job that is unknown or has ended.
+func (f *FSM) unfinishedJob(id uint64) (*api.Job, error) {
+	j := f.st.Jobs[id]
+	if j == nil {
+		return nil, &api.Error{Message: api.ErrInvalidJobID}
+	}
+	if j.State.Final() {
+		return nil, &api.Error{Message: api.ErrAlreadyDone}
+	}
+	return f.jobForWrite(id), nil
 }
 
 // requeueDelay is how long a preempted, requeued job waits before it may
