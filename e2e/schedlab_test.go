@@ -1,9 +1,8 @@
-package main
+package e2e
 
 // Issue 3's scheduling policy end to end: QoS and association limits and
 // QoS preemption, set with sacctmgr and seen through sbatch's errors,
-// squeue's reasons, scontrol and sacct, on a real 2-node lab of its own
-// (addresses 127.0.97.x, ports 31817-31819).
+// squeue's reasons, scontrol and sacct, on a real 2-node lab of its own.
 
 import (
 	"fmt"
@@ -35,37 +34,23 @@ func (l *labT) mgr(args ...string) string {
 // ends on the way fails the test at once.
 func (l *labT) waitStateWithin(id uint64, st string, d time.Duration) {
 	l.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	waitFor(l.t, d, fmt.Sprintf("job %d to reach %s", id, st), func() (bool, string) {
 		out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(id), "-o", "%t")
 		got := strings.TrimSpace(out)
-		if got == st {
-			return
-		}
-		if got != "" && got != "PD" && got != "R" && got != "CG" {
+		if got != st && got != "" && got != "PD" && got != "R" && got != "CG" {
 			l.t.Fatalf("job %d ended %s instead of reaching %s:\n%s", id, got, st, l.scontrolJob(id))
 		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("job %d never reached %s (last %q)", id, st, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return got == st, fmt.Sprintf("%q", out)
+	})
 }
 
 // waitPending polls squeue until the job pends with the reason.
 func (l *labT) waitPending(id uint64, reason string) {
 	l.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	waitFor(l.t, 90*time.Second, fmt.Sprintf("job %d to pend with %s", id, reason), func() (bool, string) {
 		out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(id), "-o", "%t %r")
-		if strings.TrimSpace(out) == "PD "+reason {
-			return
-		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("job %d never pended with %s (last %q)", id, reason, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return strings.TrimSpace(out) == "PD "+reason, fmt.Sprintf("%q", out)
+	})
 }
 
 // cancelAll cancels jobs and waits until they have ended, so the next
@@ -76,17 +61,11 @@ func (l *labT) cancelAll(ids ...uint64) {
 		l.run(0, l.top, "cancel", fmt.Sprint(id))
 	}
 	for _, id := range ids {
-		deadline := time.Now().Add(90 * time.Second)
-		for {
+		waitFor(l.t, 90*time.Second, fmt.Sprintf("job %d to end after scancel", id), func() (bool, string) {
 			out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(id), "-o", "%t")
-			if st := strings.TrimSpace(out); st != "PD" && st != "R" && st != "CG" {
-				break
-			}
-			if time.Now().After(deadline) {
-				l.t.Fatalf("job %d did not end after scancel", id)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			st := strings.TrimSpace(out)
+			return st != "PD" && st != "R" && st != "CG", fmt.Sprintf("%q", st)
+		})
 	}
 }
 
@@ -113,13 +92,8 @@ func (l *labT) refusedAtSubmit(dir, reason string, args ...string) {
 }
 
 func TestSchedLab(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 2-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it submits as another user and runs libcontainer containers")
-	}
-	l, _ := startLab(t, "hpc-schedlab-", 2, "127.0.97.", 31817, schedLabConf)
+	needLab(t)
+	l, _ := startLab(t, "hpc-schedlab-", 2, schedLabConf)
 	userDir := filepath.Join(l.top, "nobody-work")
 	os.Mkdir(userDir, 0o755)
 	os.Chown(userDir, nobody, nobody)
@@ -186,13 +160,10 @@ func TestSchedLab(t *testing.T) {
 		high := submit(l, "--qos=high", "-n2")
 		l.waitState(high, "R")
 		l.waitState(scav, "PR")
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(l.acctRow(scav), "|PREEMPTED|") {
-			if time.Now().After(deadline) {
-				t.Fatalf("sacct row of the preempted job: %q", l.acctRow(scav))
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		waitFor(t, 30*time.Second, fmt.Sprintf("job %d's sacct row to show PREEMPTED", scav), func() (bool, string) {
+			row := l.acctRow(scav)
+			return strings.Contains(row, "|PREEMPTED|"), fmt.Sprintf("%q", row)
+		})
 		if show := l.scontrolJob(scav); !strings.Contains(show, "JobState=PREEMPTED") {
 			t.Errorf("scontrol show job:\n%s", show)
 		}

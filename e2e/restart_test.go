@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -23,10 +23,10 @@ import (
 // while no daemon is there, and starts the daemon again: both jobs survive
 // the restart, the new daemon re-attaches to them, and their ends reach the
 // controller and accounting as if nothing had happened. The daemon then
-// dies (SIGKILL) and is started again; the job survives that too. A lab of its own
-// (addresses 127.0.98.x, ports 32017-32019).
+// dies (SIGKILL) and is started again; the job survives that too. A lab of its own.
 func TestLabRestartKeepsJobs(t *testing.T) {
-	l, work := startRestartLab(t, "hpc-restart-", "127.0.98.", 32017)
+	needLab(t)
+	l, work := startRestartLab(t, "hpc-restart-")
 	wait := func(name string) string {
 		return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.1; done\n", filepath.Join(work, name))
 	}
@@ -122,17 +122,10 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
 		t.Fatalf("up after the reboot: %d\n%s\n%s", code, out, errs)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitFor(t, 60*time.Second, fmt.Sprintf("job %d, lost in the reboot, to end FAILED", gone), func() (bool, string) {
 		row := l.acctRow(gone)
-		if strings.Contains(row, "|FAILED|") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job lost in the reboot: %q", row)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return strings.Contains(row, "|FAILED|"), fmt.Sprintf("%q", row)
+	})
 	if out, _, _ := l.run(0, l.top, "scontrol", "show", "job", fmt.Sprint(gone)); !strings.Contains(out, "Reason=batch_job_missing_from_its_node") {
 		t.Errorf("the lost job's reason:\n%s", out)
 	}
@@ -141,57 +134,18 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 // waitAcct polls sacct until the job's row is want.
 func (l *labT) waitAcct(id uint64, want string) {
 	l.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitFor(l.t, 60*time.Second, fmt.Sprintf("job %d's sacct row to be %q", id, want), func() (bool, string) {
 		got := l.acctRow(id)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("job %d: sacct row %q, want %q", id, got, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// waitFile waits until the file has a line containing want and returns it.
-func waitFile(t *testing.T, path, want string) string {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, want) {
-				return line
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %q, want a line with %q", path, b, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func readFileT(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+		return got == want, fmt.Sprintf("%q", got)
+	})
 }
 
 // startRestartLab starts a 3-node lab led by node1 (so that the others'
 // daemons can go away without a new election), with a work directory of
 // nobody's.
-func startRestartLab(t *testing.T, prefix, net string, port int) (*labT, string) {
-	if testing.Short() {
-		t.Skip("starts a real 3-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	l, _ := startLab(t, prefix, 3, net, port, "KillWait=2\n")
+func startRestartLab(t *testing.T, prefix string) (*labT, string) {
+	t.Helper()
+	l, _ := startLab(t, prefix, 3, "KillWait=2\n")
 	// Should the test stop while a daemon is down, the lab's daemons are
 	// started again first, so that hpc down stops their jobs too.
 	t.Cleanup(func() { l.run(0, l.top, "up", "--dir", l.dir) })
@@ -215,11 +169,9 @@ func (l *labT) stopDaemon(node string, sig syscall.Signal) {
 	if err := syscall.Kill(pid, sig); err != nil {
 		l.t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			l.t.Fatalf("%s's daemon did not stop", node)
-		}
-	}
+	waitFor(l.t, 30*time.Second, fmt.Sprintf("%s's daemon (pid %d) to stop", node, pid), func() (bool, string) {
+		return syscall.Kill(pid, 0) != nil, ""
+	})
 }
 
 // TestLabRestartKeepsSteps restarts node daemons under a running srun
@@ -230,9 +182,10 @@ func (l *labT) stopDaemon(node string, sig syscall.Signal) {
 // output, written before, during and after the restarts, reaches the
 // job's output once, in order per task; srun reports the task that failed
 // and exits with its code, and the step is accounted FAILED 3:0 by the
-// new daemon. A lab of its own (addresses 127.0.94.x, ports 32217-32219).
+// new daemon. A lab of its own.
 func TestLabRestartKeepsSteps(t *testing.T) {
-	l, work := startRestartLab(t, "hpc-restart-steps-", "127.0.94.", 32217)
+	needLab(t)
+	l, work := startRestartLab(t, "hpc-restart-steps-")
 	l.commandsOnPath(t)
 	wait := func(name string) string {
 		return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.1; done; ", filepath.Join(work, name))
@@ -330,11 +283,10 @@ func TestLabRestartKeepsSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	io.WriteString(feed, "one\n")
-	for deadline := time.Now().Add(time.Minute); l.lastJob() == id; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("srun made no allocation")
-		}
-	}
+	waitFor(t, time.Minute, "srun's allocation", func() (bool, string) {
+		last := l.lastJob()
+		return last != id, fmt.Sprintf("newest job %d", last)
+	})
 	l.waitState(l.lastJob(), "R")
 	time.Sleep(time.Second)
 	l.stopDaemon("node1", syscall.SIGKILL)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Issue 4's end-to-end test: steps (srun in a batch job, srun on its own,
 // salloc) across a real 3-node lab with libcontainer steps, their
@@ -8,7 +8,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,17 +31,12 @@ import (
 	hpcexec "hpc/exec"
 )
 
-// startStepsLab starts a 3-node lab of its own (addresses 127.0.79.x) with
-// srun, salloc and sbatch on PATH, and returns it with root's and nobody's
-// working directories.
+// startStepsLab starts a 3-node lab of its own with srun, salloc and
+// sbatch on PATH, and returns it with root's and nobody's working
+// directories.
 func startStepsLab(t *testing.T) (l *labT, rootDir, userDir string) {
-	if testing.Short() {
-		t.Skip("starts a real 3-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it submits as another user and runs libcontainer containers")
-	}
-	l, _ = startLab(t, "hpc-steps-", 3, "127.0.79.", 28117, "KillWait=3\n")
+	t.Helper()
+	l, _ = startLab(t, "hpc-steps-", 3, "KillWait=3\n")
 	l.commandsOnPath(t)
 	top := l.top
 	rootDir = filepath.Join(top, "root-work")
@@ -50,20 +45,6 @@ func startStepsLab(t *testing.T) (l *labT, rootDir, userDir string) {
 	os.Mkdir(userDir, 0o755)
 	os.Chown(userDir, nobody, nobody)
 	return l, rootDir, userDir
-}
-
-// commandsOnPath puts the lab's srun, salloc, sbatch, sacct, squeue and
-// scontrol first on PATH for the test: batch scripts get the submitter's
-// PATH, so the srun in them is this one.
-func (l *labT) commandsOnPath(t *testing.T) {
-	bin := filepath.Join(l.top, "bin")
-	os.Mkdir(bin, 0o755)
-	for _, n := range []string{"srun", "salloc", "sbatch", "sacct", "squeue", "scontrol"} {
-		if err := os.Symlink(l.bin, filepath.Join(bin, n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 }
 
 // stepRows returns sacct -P's lines of a job and its steps.
@@ -79,19 +60,10 @@ func (l *labT) stepRows(id uint64) []string {
 // waitRow polls sacct until a job's rows include want.
 func (l *labT) waitRow(id uint64, want string) {
 	l.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(l.t, 30*time.Second, fmt.Sprintf("job %d's sacct row %q", id, want), func() (bool, string) {
 		rows := l.stepRows(id)
-		for _, r := range rows {
-			if r == want {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("job %d: no row %q in %q", id, want, rows)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return slices.Contains(rows, want), fmt.Sprintf("%q", rows)
+	})
 }
 
 func sortedLines(s string) []string {
@@ -100,34 +72,8 @@ func sortedLines(s string) []string {
 	return lines
 }
 
-// lastJob is the newest job's id.
-func (l *labT) lastJob() uint64 {
-	l.t.Helper()
-	cl := api.NewClient(filepath.Join(l.dir, "node1", "hpc.sock"))
-	jobs, err := cl.Jobs(context.Background())
-	if err != nil || len(jobs) == 0 {
-		l.t.Fatalf("jobs: %v %v", jobs, err)
-	}
-	return jobs[len(jobs)-1].ID
-}
-
-func (l *labT) job(id uint64) *api.Job {
-	l.t.Helper()
-	cl := api.NewClient(filepath.Join(l.dir, "node1", "hpc.sock"))
-	jobs, err := cl.Jobs(context.Background())
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	for i := range jobs {
-		if jobs[i].ID == id {
-			return &jobs[i]
-		}
-	}
-	l.t.Fatalf("no job %d", id)
-	return nil
-}
-
 func TestLabSteps(t *testing.T) {
+	needLab(t)
 	l, rootDir, userDir := startStepsLab(t)
 	idOf := func(out string) uint64 {
 		m := submittedRE.FindStringSubmatch(out)
@@ -245,7 +191,7 @@ func TestLabSteps(t *testing.T) {
 			"SLURM_JOB_NODELIST": hostlist.Compress(nodes), "SLURM_STEP_NODELIST": hostlist.Compress(nodes), "SLURM_JOB_NAME": "bash",
 			"SLURM_JOB_PARTITION": "debug", "SLURM_JOB_USER": "root", "SLURM_JOB_UID": "0", "SLURM_SUBMIT_DIR": rootDir,
 			"SLURM_UMASK": "0022", "SLURM_CONF": filepath.Join(l.dir, "slurm.conf"),
-			"MASTER_ADDR": "127.0.79." + nodes[0][4:], "MASTER_PORT": fmt.Sprint(10000 + id%50000),
+			"MASTER_ADDR": l.net + nodes[0][4:], "MASTER_PORT": fmt.Sprint(10000 + id%50000),
 			"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
 		}
 		for k, v := range want {
@@ -381,35 +327,27 @@ func TestLabSteps(t *testing.T) {
 		l := l.with(t)
 		id := l.submit(0, rootDir, "-N3", "-o", "cancel.out", "--wrap", "srun sh -c 'echo up; exec sleep 300'")
 		l.waitRow(id, fmt.Sprintf("%d.0|sh|RUNNING|0:0|node[1-3]", id))
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			if b, _ := os.ReadFile(filepath.Join(rootDir, "cancel.out")); string(b) == "up\nup\nup\n" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the step's tasks never started")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitFor(t, 30*time.Second, "the step's tasks to start", func() (bool, string) {
+			b, _ := os.ReadFile(filepath.Join(rootDir, "cancel.out"))
+			return string(b) == "up\nup\nup\n", fmt.Sprintf("%q", b)
+		})
 		if _, errs, code := l.run(0, rootDir, "cancel", fmt.Sprint(id)); code != 0 {
 			t.Fatalf("cancel: %q", errs)
 		}
 		l.waitState(id, "CA")
 		l.waitRow(id, fmt.Sprintf("%d.0|sh|CANCELLED|0:15|node[1-3]", id))
 		// Nothing of the step is left on any node.
-		deadline := time.Now().Add(20 * time.Second)
-		for _, n := range []string{"node1", "node2", "node3"} {
-			for {
+		waitFor(t, 20*time.Second, "the step's containers and TMPDIRs to go", func() (bool, string) {
+			var left []string
+			for _, n := range []string{"node1", "node2", "node3"} {
 				ents, _ := os.ReadDir(hpcexec.ContainerStateDir(n, filepath.Join(l.dir, n, "exec")))
 				_, err := os.Stat(filepath.Join(l.dir, n, "tmp", fmt.Sprintf("job%d", id)))
-				if len(ents) == 0 && os.IsNotExist(err) {
-					break
+				if len(ents) != 0 || !os.IsNotExist(err) {
+					left = append(left, fmt.Sprintf("%s: containers %v, TMPDIR %v", n, ents, err))
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: containers %v, TMPDIR %v", n, ents, err)
-				}
-				time.Sleep(100 * time.Millisecond)
 			}
-		}
+			return len(left) == 0, strings.Join(left, "; ")
+		})
 	})
 
 	t.Run("SignalReachesSteps", func(t *testing.T) {
@@ -418,23 +356,17 @@ func TestLabSteps(t *testing.T) {
 		id := l.submit(0, rootDir, "-N2", "-o", "signal.out", "--wrap",
 			`trap '' USR1; srun -l sh -c 'trap "echo USR1" USR1; echo up; while :; do sleep 0.05; done'`)
 		out := filepath.Join(rootDir, "signal.out")
-		waitFor := func(what string, n int) {
-			for deadline := time.Now().Add(30 * time.Second); ; {
+		bothTasks := func(what string, n int) {
+			waitFor(t, 30*time.Second, fmt.Sprintf("%q to reach both tasks", what), func() (bool, string) {
 				b, _ := os.ReadFile(out)
-				if strings.Count(string(b), "0: "+what) >= n && strings.Count(string(b), "1: "+what) >= n {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s never reached both tasks: %q", what, b)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return strings.Count(string(b), "0: "+what) >= n && strings.Count(string(b), "1: "+what) >= n, fmt.Sprintf("%q", b)
+			})
 		}
-		waitFor("up", 1)
+		bothTasks("up", 1)
 		if _, errs, code := l.run(0, rootDir, "cancel", "--signal=USR1", fmt.Sprint(id)); code != 0 {
 			t.Fatalf("scancel --signal: %d %q", code, errs)
 		}
-		waitFor("USR1", 1)
+		bothTasks("USR1", 1)
 		l.waitState(id, "R")
 		l.run(0, rootDir, "cancel", fmt.Sprint(id))
 		l.waitState(id, "CA")
@@ -483,11 +415,10 @@ func TestLabSteps(t *testing.T) {
 		var got syncBuffer
 		go io.Copy(&got, master)
 		waitOut := func(what string) {
-			for deadline := time.Now().Add(30 * time.Second); !strings.Contains(got.String(), what); time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("no %q in %q", what, got.String())
-				}
-			}
+			waitFor(t, 30*time.Second, fmt.Sprintf("%q on the terminal", what), func() (bool, string) {
+				s := got.String()
+				return strings.Contains(s, what), fmt.Sprintf("%q", s)
+			})
 		}
 		// What the task prints is computed, so that the terminal's echo of
 		// the command line cannot pass for it.
@@ -560,16 +491,10 @@ while :; do sleep 0.05; done`
 		id := l.submit(0, rootDir, "-o", "scopes.out", "--wrap", script)
 		out := filepath.Join(rootDir, "scopes.out")
 		wait := func(what string) {
-			for deadline := time.Now().Add(30 * time.Second); ; {
+			waitFor(t, 30*time.Second, fmt.Sprintf("%q in %s", what, out), func() (bool, string) {
 				b, _ := os.ReadFile(out)
-				if strings.Contains(string(b), what) {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no %q in %q", what, b)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return strings.Contains(string(b), what), fmt.Sprintf("%q", b)
+			})
 		}
 		wait("up")
 		l.run(0, rootDir, "cancel", "-s", "USR1", fmt.Sprint(id))
@@ -732,31 +657,22 @@ while :; do sleep 0.05; done`
 		if _, err := os.Stat(filepath.Join(scratch, "kept")); err != nil {
 			t.Errorf("SCRATCH not kept: %v", err)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for _, n := range nodes {
-			for {
-				_, err := os.Stat(filepath.Join(l.dir, n, "tmp", fmt.Sprintf("job%d", id)))
-				if os.IsNotExist(err) {
-					break
+		waitFor(t, 20*time.Second, fmt.Sprintf("the TMPDIRs of job %d to go", id), func() (bool, string) {
+			var left []string
+			for _, n := range nodes {
+				if _, err := os.Stat(filepath.Join(l.dir, n, "tmp", fmt.Sprintf("job%d", id))); !os.IsNotExist(err) {
+					left = append(left, fmt.Sprintf("%s's still there (%v)", n, err))
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: TMPDIR of job %d still there (%v)", n, id, err)
-				}
-				time.Sleep(100 * time.Millisecond)
 			}
-		}
+			return len(left) == 0, strings.Join(left, "; ")
+		})
 	})
 }
 
 // Without root the same steps run as plain processes of the user.
 func TestLabStepsUnprivileged(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 2-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to become an unprivileged user")
-	}
-	l, home, _ := startUserLab(t, "hpc-steps-user-", 2, "127.0.80.", 28217)
+	needLab(t)
+	l, home, _ := startUserLab(t, "hpc-steps-user-", 2)
 	out, errs, code := l.run(nobody, home, "srun", "-N2", "-n4", "-l", "sh", "-c", `echo $(id -u) $SLURMD_NODENAME $RANK/$WORLD_SIZE; exit $SLURM_PROCID`)
 	want := []string{
 		fmt.Sprintf("0: %d node1 0/4", nobody), fmt.Sprintf("1: %d node1 1/4", nobody),

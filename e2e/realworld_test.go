@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Real-world job scripts (testdata/jobs/) run unchanged on a 4-node lab
 // through the Slurm command names: a PyTorch-DDP-style launch, an MPI-style
@@ -18,19 +18,10 @@ import (
 )
 
 func TestRealWorldScripts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 4-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: jobs run in containers")
-	}
-	l, _ := startLab(t, "hpc-realworld-", 4, "127.0.92.", 29817, "KillWait=2\n")
-	top, exe, lab := l.top, l.bin, l.dir
-	bin, work := filepath.Join(top, "bin"), filepath.Join(top, "work")
+	needLab(t)
+	l, _ := startLab(t, "hpc-realworld-", 4, "KillWait=2\n")
+	bin, lab, work := l.links, l.dir, filepath.Join(l.top, "work")
 	os.MkdirAll(work, 0o755)
-	if out, err := exec.Command(exe, "install-links", bin).CombinedOutput(); err != nil {
-		t.Fatalf("install-links: %v\n%s", err, out)
-	}
 	env := append(os.Environ(), "HPC_DIR="+lab, "PATH="+bin+":"+os.Getenv("PATH"))
 	run := func(dir string, name string, args ...string) string {
 		t.Helper()
@@ -43,7 +34,7 @@ func TestRealWorldScripts(t *testing.T) {
 		return string(out)
 	}
 	for _, f := range []string{"ddp.sh", "mpi.sh", "gpu.sh", "stage1.sh", "stage2.sh", "bookkeeping.sh", "array.sh"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "jobs", f))
+		b, err := os.ReadFile(repoPath(t, "testdata", "jobs", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +56,7 @@ func TestRealWorldScripts(t *testing.T) {
 		for _, want := range []string{
 			"head node: node1 of 2 nodes",
 			"launcher node_rank=0 nnodes=2 on node1", "launcher node_rank=1 nnodes=2 on node2",
-			"rank=0 local_rank=0 world_size=4 master=127.0.92.1:", "rank=3 local_rank=1 world_size=4 master=127.0.92.1:",
+			"rank=0 local_rank=0 world_size=4 master=" + l.net + "1:", "rank=3 local_rank=1 world_size=4 master=" + l.net + "1:",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("ddp output lacks %q:\n%s", want, out)
@@ -100,19 +91,14 @@ func TestRealWorldScripts(t *testing.T) {
 		// While it runs: tasks show as ID_TASK, at most two running, the
 		// rest waiting on JobArrayTaskLimit.
 		seenLimit := false
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		waitFor(t, 60*time.Second, "the array to finish", func() (bool, string) {
 			out := run(work, "squeue", "-h", "-o", "%i %t %r")
 			if strings.Count(out, " R ") > 2 {
 				t.Fatalf("throttle %%2 exceeded:\n%s", out)
 			}
 			seenLimit = seenLimit || strings.Contains(out, "JobArrayTaskLimit")
-			if !strings.Contains(out, id+"_") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("array never finished:\n%s", out)
-			}
-		}
+			return !strings.Contains(out, id+"_"), "\n" + out
+		})
 		if !seenLimit {
 			t.Error("no task was seen waiting on JobArrayTaskLimit")
 		}

@@ -1,6 +1,7 @@
-package main
+package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -10,20 +11,15 @@ import (
 )
 
 // TestLeakCheck runs scripts/leak-check.sh on a 3-node lab of its own
-// (addresses 127.0.93.x, ports 29317-29319): mixed jobs that complete,
-// fail, are cancelled pending and running, run over their memory, time
-// out, and run srun steps across nodes, some of those failing or over
-// their memory. Afterwards no step cgroup, container state, mount,
+// (the script's addresses and ports, which labAddrs keeps for it): mixed
+// jobs that complete, fail, are cancelled pending and running, run over
+// their memory, time out, and run srun steps across nodes, some of those
+// failing or over their memory. Afterwards no step cgroup, container state, mount,
 // process, $TMPDIR or batch script of theirs may remain, nor anything of
 // the lab after hpc down. HPC_LEAK_JOBS sets the number of jobs (100 here;
 // the closing notes' figure is 1000).
 func TestLeakCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 3-node cluster and runs a minute and more")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the steps run in containers")
-	}
+	needLab(t)
 	n := 100
 	if v := os.Getenv("HPC_LEAK_JOBS"); v != "" {
 		var err error
@@ -31,7 +27,18 @@ func TestLeakCheck(t *testing.T) {
 			t.Fatalf("HPC_LEAK_JOBS=%q: want a number of at least 10", v)
 		}
 	}
-	cmd := exec.Command("bash", "scripts/leak-check.sh", strconv.Itoa(n))
+	// The script writes its lab's config itself: it must be the range
+	// and ports labAddrs holds for this test, which no other lab uses.
+	script := repoPath(t, "scripts", "leak-check.sh")
+	net, port := labNet(t)
+	text := readFileT(t, script)
+	for _, want := range []string{"SlurmctldHost=node1(" + net + "1)", "NodeAddr=" + net + "[1-3]", fmt.Sprintf("HpcApiPort=%d\n", port)} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("%s lacks %q: keep its lab's range and ports and the entry of labAddrs for %s the same", script, want, t.Name())
+		}
+	}
+	cmd := exec.Command("bash", script, strconv.Itoa(n))
+	cmd.Dir = repoPath(t)
 	cmd.Env = append(os.Environ(), "LEAK_TIMEOUTS=2")
 	b, err := cmd.CombinedOutput()
 	out := string(b)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Parity with Slurm 22.05: a 4-node lab shaped like the reference cluster
 // (node[1-4], GPUs on node[3-4], partitions debug and gpu) runs the same
@@ -21,11 +21,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"hpc/cluster/config"
 )
 
 // capture is what one command printed.
@@ -42,7 +41,7 @@ func (c capture) String() string {
 // stderr sections and the exit code.
 func readRef(t *testing.T, file string) (string, capture) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "parity", file+".txt"))
+	b, err := os.ReadFile(repoPath(t, "testdata", "parity", file+".txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,16 +250,13 @@ func (p *parity) field(id, format string) string {
 	return strings.TrimSpace(c.stdout)
 }
 
-// waitFor polls until cond holds.
-func (p *parity) waitFor(what string, cond func() bool) {
-	p.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			p.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+// parityWait is how long the test waits for the queue to change.
+const parityWait = 90 * time.Second
+
+// queueEmpty reports whether squeue shows no job, and what it shows.
+func (p *parity) queueEmpty() (bool, string) {
+	out := p.run("", "squeue", "-h").stdout
+	return out == "", "\n" + out
 }
 
 func (p *parity) submit(want string, args ...string) {
@@ -272,38 +268,22 @@ func (p *parity) submit(want string, args ...string) {
 }
 
 func TestParity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 4-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the reference ran as root and jobs run in containers")
-	}
+	needLab(t)
+	exe, links := hpcBinary(t)
+	net, port := labNet(t)
 	top, err := os.MkdirTemp("", "hpc-parity-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.Chmod(top, 0o755)
-	p := &parity{t: t, bin: filepath.Join(top, "bin"), dir: filepath.Join(top, "lab"),
+	p := &parity{t: t, bin: links, dir: filepath.Join(top, "lab"),
 		work: filepath.Join(top, "slurm-capture"), seenRefs: map[string]bool{}}
 	os.MkdirAll(p.work, 0o755)
-	exe := filepath.Join(top, "hpc")
-	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(exe, "install-links", p.bin).CombinedOutput(); err != nil {
-		t.Fatalf("install-links: %v\n%s", err, out)
-	}
 	// The reference's shape: 4 nodes of 2 CPUs and 4000 MB, gpu:2 on
 	// node[3-4], partitions debug (default) and gpu, 1 day MaxTime. On
 	// addresses and ports of its own, so no other lab is disturbed.
-	text, err := config.Lab(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text = strings.ReplaceAll(text, "127.0.1.", "127.0.91.")
-	text += "\nKillWait=2\nHpcApiPort=28817\nHpcRaftPort=28818\nHpcGossipPort=28819\n"
 	conf := filepath.Join(top, "parity.conf")
-	os.WriteFile(conf, []byte(text), 0o644)
+	writeLabConfig(t, conf, 4, net, port, "KillWait=2\n")
 	up := exec.Command(exe, "up", "--dir", p.dir, "--config", conf)
 	up.Env = append(os.Environ(), "HPC_DIR="+p.dir)
 	out, upErr := up.CombinedOutput()
@@ -365,7 +345,7 @@ func TestParity(t *testing.T) {
 	p.compare("19_srun_N2_hostname", p.run("", "srun", "-N2", "hostname"), check{norms: []norm{hosts}}) // job 10
 	p.compare("20_srun_false", p.run("", "srun", "false"), check{})                                     // job 11
 	p.compare("21_srun_exit3", p.run("", "srun", "-N2", "bash", "-c", "exit 3"), check{norms: []norm{sortRows(0)}})
-	p.waitFor("jobs 1-12 to end", func() bool { return p.run("", "squeue", "-h").stdout == "" })
+	waitFor(t, parityWait, "jobs 1-12 to end", p.queueEmpty)
 	if c := p.run("", "squeue", "-h", "-t", "all", "-o", "%i", "-S", "-i"); !strings.HasPrefix(c.stdout, "12\n") {
 		t.Fatalf("jobs 3-12 did not get the capture's ids: the last job is %q", c.stdout)
 	}
@@ -383,13 +363,14 @@ func TestParity(t *testing.T) {
 		p.submit(args[0], args[1:]...)
 	}
 	for _, id := range []string{"15", "16", "17", "18", "19"} {
-		p.waitFor("job "+id+" to run", func() bool { return p.field(id, "%t") == "R" })
+		waitFor(t, parityWait, "job "+id+" to run", func() (bool, string) { st := p.field(id, "%t"); return st == "R", strconv.Quote(st) })
 	}
 	// Job 18's script starts step 18.0 with srun.
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(p.run("", "squeue", "-h", "-s", "-o", "%i").stdout, "18.0") && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
+	// (Not there in time: the comparisons below show it.)
+	poll(20*time.Second, func() (bool, string) {
+		out := p.run("", "squeue", "-h", "-s", "-o", "%i").stdout
+		return strings.Contains(out, "18.0"), out
+	})
 	for _, args := range [][]string{
 		{"20", "-J", "big", "-N", "2", "-n", "4", "-t", "10", "--wrap", "sleep 600"},
 		{"21", "-J", "after", "--dependency=afterok:15", "-t", "10", "--wrap", "sleep 600"},
@@ -400,8 +381,11 @@ func TestParity(t *testing.T) {
 	} {
 		p.submit(args[0], args[1:]...)
 	}
-	p.waitFor("job 20 to wait for resources", func() bool { return p.field("20", "%r") == "Resources" })
-	p.waitFor("job 25 to be scheduled", func() bool { r := p.field("25", "%t %r"); return r == "PD Priority" || r == "R None" })
+	waitFor(t, parityWait, "job 20 to wait for resources", func() (bool, string) { r := p.field("20", "%r"); return r == "Resources", strconv.Quote(r) })
+	waitFor(t, parityWait, "job 25 to be scheduled", func() (bool, string) {
+		r := p.field("25", "%t %r")
+		return r == "PD Priority" || r == "R None", strconv.Quote(r)
+	})
 
 	backfill := "hpc's backfill starts jobs 24 (gpu2) and 25 (small) on node4; Slurm kept node4 for job 20 (big), " +
 		"so 24 waits with 'Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions' and 25 with Priority"
@@ -457,7 +441,7 @@ func TestParity(t *testing.T) {
 	p.same("72_squeue_after_cancel_one", check{norms: queueNorms, partial: []string{"16", "24", "25", "26", "27", "28", "29"},
 		gap: completing + "; " + backfill + "; 27 is the job of file 57, whose id differs in hpc"})
 	p.same("73_scancel_all_user", check{})
-	p.waitFor("the queue to empty", func() bool { return p.run("", "squeue", "-h").stdout == "" })
+	waitFor(t, parityWait, "the queue to empty", p.queueEmpty)
 	p.same("74_squeue_empty_after", check{})
 	p.same("75_scancel_already_done", check{})
 	p.same("75b_scancel_already_done_verbose", check{})
@@ -485,8 +469,8 @@ func TestParity(t *testing.T) {
 	t.Logf("known gaps: %v", p.gaps)
 
 	// Every reference file is compared here or said in the README not to be.
-	readme, _ := os.ReadFile(filepath.Join("testdata", "parity", "README.md"))
-	refs, _ := filepath.Glob(filepath.Join("testdata", "parity", "*.txt"))
+	readme, _ := os.ReadFile(repoPath(t, "testdata", "parity", "README.md"))
+	refs, _ := filepath.Glob(repoPath(t, "testdata", "parity", "*.txt"))
 	for _, r := range refs {
 		name := strings.TrimSuffix(filepath.Base(r), ".txt")
 		if name == "INDEX" {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The walking skeleton's end-to-end test: a real 3-node cluster of hpc
 // daemons (real memberlist, real Raft over TCP, real libcontainer steps,
@@ -6,11 +6,8 @@ package main
 // command line as root and as an unprivileged user.
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,208 +19,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"hpc/accounting"
-	"hpc/cluster/config"
 )
 
-const nobody = 65534
-
-type labT struct {
-	t   *testing.T
-	bin string
-	dir string // lab directory
-	top string // a directory every user can traverse
-}
-
-// run runs the hpc binary as uid (0 = root) in dir and returns stdout,
-// stderr and the exit status.
-func (l *labT) run(uid int, dir string, args ...string) (string, string, int) {
-	l.t.Helper()
-	return l.runInput(uid, dir, nil, args...)
-}
-
-// runInput is run with stdin as the command's standard input (nil:
-// /dev/null).
-func (l *labT) runInput(uid int, dir string, stdin io.Reader, args ...string) (string, string, int) {
-	l.t.Helper()
-	cmd := exec.Command(l.bin, args...)
-	cmd.Dir, cmd.Stdin = dir, stdin
-	cmd.Env = append(os.Environ(), "HPC_DIR="+l.dir)
-	if uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-		cmd.Env = append(cmd.Env, "HOME="+dir, "USER=nobody")
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		l.t.Fatalf("run %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
-}
-
-// with returns a copy of l that reports to t (a subtest).
-func (l *labT) with(t *testing.T) *labT {
-	c := *l
-	c.t = t
-	return &c
-}
-
-var submittedRE = regexp.MustCompile(`^Submitted batch job (\d+)\n$`)
-
-func (l *labT) submit(uid int, dir string, args ...string) uint64 {
-	l.t.Helper()
-	out, errs, code := l.run(uid, dir, append([]string{"submit"}, args...)...)
-	m := submittedRE.FindStringSubmatch(out)
-	if m == nil {
-		l.t.Fatalf("submit %v: stdout %q stderr %q exit %d", args, out, errs, code)
-	}
-	id, _ := strconv.ParseUint(m[1], 10, 64)
-	return id
-}
-
-// acctRow returns the sacct -P line of a job (without steps).
-func (l *labT) acctRow(id uint64) string {
-	l.t.Helper()
-	out, errs, code := l.run(0, l.top, "acct", "-X", "-P", "-n", "-j", fmt.Sprint(id), "-o", "JobID,User,State,ExitCode,NodeList")
-	if code != 0 {
-		l.t.Fatalf("acct: %s %s", out, errs)
-	}
-	return strings.TrimSpace(out)
-}
-
-// waitState polls squeue -j until the job shows the state code.
-func (l *labT) waitState(id uint64, st string) {
-	l.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(id), "-o", "%t")
-		if strings.TrimSpace(out) == st {
-			return
-		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("job %d never reached %s (last %q)", id, st, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func owner(t *testing.T, path string) uint32 {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Sys().(*syscall.Stat_t).Uid
-}
-
-// startLab builds hpc into a new directory every user can traverse and
-// starts a lab of the given size from config.Lab, moved to addresses
-// (net, e.g. "127.0.77.") and ports (api, api+1, api+2) of its own so that
-// tests running side by side, or a lab someone runs on this machine, never
-// meet; extra lines are added to the config. It returns the lab and what
-// `hpc up` printed; the lab is stopped (its logs shown if the test failed)
-// and removed at cleanup.
-func startLab(t *testing.T, prefix string, nodes int, net string, api int, extra string, prepare ...func(top string)) (*labT, string) {
-	t.Helper()
-	l := newLabT(t, prefix)
-	top := l.top
-	for _, p := range prepare {
-		p(top) // e.g. a gres.conf next to the config
-	}
-	conf := filepath.Join(top, "lab.conf")
-	writeLabConfig(t, conf, nodes, net, api, extra)
-	out, errs, code := l.run(0, top, "up", "--dir", l.dir, "--config", conf)
-	t.Cleanup(func() {
-		l.run(0, top, "down", "--dir", l.dir)
-		for i := 1; i <= nodes && os.Getenv(labRaceEnv) != ""; i++ {
-			if b, _ := os.ReadFile(filepath.Join(l.dir, fmt.Sprintf("node%d", i), "hpc.log")); bytes.Contains(b, []byte("WARNING: DATA RACE")) {
-				t.Errorf("node%d's daemon found a data race", i)
-			}
-		}
-		if t.Failed() {
-			for i := 1; i <= nodes; i++ {
-				b, _ := os.ReadFile(filepath.Join(l.dir, fmt.Sprintf("node%d", i), "hpc.log"))
-				t.Logf("--- log of node%d:\n%s", i, b)
-			}
-		}
-	})
-	if code != 0 {
-		t.Fatalf("hpc up: exit %d\n%s\n%s", code, out, errs)
-	}
-	return l, out
-}
-
-// startUserLab starts a lab of the given size as uid 65534 (nobody), in a
-// home directory of nobody's, so steps run as plain processes. It returns
-// the lab, the home directory and what `hpc up` printed.
-func startUserLab(t *testing.T, prefix string, nodes int, net string, api int) (*labT, string, string) {
-	t.Helper()
-	l := newLabT(t, prefix)
-	home := filepath.Join(l.top, "home")
-	os.Mkdir(home, 0o755)
-	os.Chown(home, nobody, nobody)
-	conf := filepath.Join(home, "lab.conf")
-	writeLabConfig(t, conf, nodes, net, api, "")
-	l.dir = filepath.Join(home, "lab")
-	out, errs, code := l.run(nobody, home, "up", "--dir", l.dir, "--config", conf)
-	t.Cleanup(func() { l.run(nobody, home, "down", "--dir", l.dir) })
-	if code != 0 {
-		t.Fatalf("up as nobody: %d\n%s\n%s", code, out, errs)
-	}
-	return l, home, out
-}
-
-// newLabT makes a directory every user can traverse (removed at cleanup)
-// and builds hpc into it.
-func newLabT(t *testing.T, prefix string) *labT {
-	t.Helper()
-	top, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
-	os.Chmod(top, 0o755)
-	l := &labT{t: t, top: top, dir: filepath.Join(top, "lab"), bin: filepath.Join(top, "hpc")}
-	args := []string{"build", "-o", l.bin}
-	if os.Getenv(labRaceEnv) != "" {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return l
-}
-
-// labRaceEnv, when set, builds the labs' hpc with the race detector: a
-// daemon's log that reports a data race fails the test.
-const labRaceEnv = "HPC_LAB_RACE"
-
-// writeLabConfig writes config.Lab(nodes) moved to the addresses net* and
-// the ports api, api+1, api+2, with extra lines.
-func writeLabConfig(t *testing.T, path string, nodes int, net string, api int, extra string) {
-	t.Helper()
-	text, err := config.Lab(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text = strings.ReplaceAll(text, "127.0.1.", net) + "\n" + extra +
-		fmt.Sprintf("HpcApiPort=%d\nHpcRaftPort=%d\nHpcGossipPort=%d\n", api, api+1, api+2)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestLabEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 3-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it submits as another user and runs libcontainer containers")
-	}
-	l, out := startLab(t, "hpc-lab-", 3, "127.0.77.", 27817, "KillWait=3\n")
+	needLab(t)
+	l, out := startLab(t, "hpc-lab-", 3, "KillWait=3\n")
 	top := l.top
 	if !strings.Contains(out, "is up") || !strings.Contains(out, "leader") {
 		t.Fatalf("hpc up summary missing:\n%s", out)
@@ -235,7 +35,7 @@ func TestLabEndToEnd(t *testing.T) {
 				t.Errorf("%s: %v", n, err)
 			}
 		}
-		if !strings.Contains(out, fmt.Sprintf("127.0.77.%d", i+1)) {
+		if !strings.Contains(out, fmt.Sprintf("%s%d", l.net, i+1)) {
 			t.Errorf("summary does not show %s's address", n)
 		}
 	}
@@ -362,17 +162,12 @@ func TestLabEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			if ok, seen := poll(10*time.Second, func() (bool, string) {
 				rows, err := st.Query(accounting.Filter{JobIDs: []uint64{n}, JobsOnly: true})
-				if err == nil && len(rows) == 1 && rows[0].Job.State == "COMPLETED" && rows[0].Job.UID == nobody {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Errorf("%s accounting: %+v %v", node, rows, err)
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
+				return err == nil && len(rows) == 1 && rows[0].Job.State == "COMPLETED" && rows[0].Job.UID == nobody,
+					fmt.Sprintf("%+v %v", rows, err)
+			}); !ok {
+				t.Errorf("%s accounting: %s", node, seen)
 			}
 			st.Close()
 		}
@@ -412,13 +207,10 @@ func TestLabEndToEnd(t *testing.T) {
 		}
 		for _, id := range []uint64{mine, roots} {
 			l.waitState(id, "CA")
-			deadline := time.Now().Add(15 * time.Second)
-			for !strings.Contains(l.acctRow(id), "|CANCELLED") {
-				if time.Now().After(deadline) {
-					t.Fatalf("acct row of %d: %q", id, l.acctRow(id))
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			waitFor(t, 15*time.Second, fmt.Sprintf("job %d's acct row to show CANCELLED", id), func() (bool, string) {
+				row := l.acctRow(id)
+				return strings.Contains(row, "|CANCELLED"), fmt.Sprintf("%q", row)
+			})
 		}
 		// A pending job cancelled while it waits never runs.
 		hold := l.submit(0, rootDir, "-N", "3", "-n", "6", "--wrap", "sleep 300")
@@ -528,17 +320,10 @@ func TestLabEndToEnd(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "restarting "+leader) {
 			t.Fatalf("up after a node died: %d %s %s", code, out, errs)
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			out, _, _ = l.run(0, top, "nodes", "-h", "-p", "debug")
-			if strings.Contains(out, "3   idle node[1-3]") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("nodes after restart:\n%s", out)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		waitFor(t, 30*time.Second, "the three nodes to be idle after the restart", func() (bool, string) {
+			out, _, _ := l.run(0, top, "nodes", "-h", "-p", "debug")
+			return strings.Contains(out, "3   idle node[1-3]"), "\n" + out
+		})
 		// Work still flows through the cluster.
 		if out, errs, code := l.run(0, rootDir, "submit", "--wait", "-N", "3", "--wrap", "true"); code != 0 {
 			t.Fatalf("3-node job after restart: %d %s %s", code, out, errs)
@@ -560,13 +345,8 @@ func TestLabEndToEnd(t *testing.T) {
 // Without root the lab still works: steps run as plain processes of the
 // user, and the status says so.
 func TestLabUnprivileged(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 2-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to become an unprivileged user")
-	}
-	l, home, out := startUserLab(t, "hpc-lab-user-", 2, "127.0.78.", 27917)
+	needLab(t)
+	l, home, out := startUserLab(t, "hpc-lab-user-", 2)
 	if !strings.Contains(out, "not running as root") {
 		t.Errorf("up does not say steps run as plain processes:\n%s", out)
 	}
@@ -592,12 +372,7 @@ func TestLabUnprivileged(t *testing.T) {
 // /dev/net/tun); they are removed at the end. A job given both GPUs opens
 // both, so the refusal comes from the allocation, not the device.
 func TestLabGPUDevices(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: device nodes and containers")
-	}
+	needLab(t)
 	var usable []uint64
 	for _, p := range []string{"/dev/fuse", "/dev/net/tun"} {
 		var st unix.Stat_t
@@ -613,7 +388,7 @@ func TestLabGPUDevices(t *testing.T) {
 		t.Skip("needs /dev/fuse and /dev/net/tun to borrow device numbers from")
 	}
 	prefix := fmt.Sprintf("/dev/hpctest-%d-gpu", os.Getpid())
-	l, _ := startLab(t, "hpc-gpu-", 1, "127.0.93.", 29917, "KillWait=2\n", func(top string) {
+	l, _ := startLab(t, "hpc-gpu-", 1, "KillWait=2\n", func(top string) {
 		for i, rdev := range usable {
 			p := fmt.Sprintf("%s%d", prefix, i)
 			if err := unix.Mknod(p, unix.S_IFCHR|0o600, int(rdev)); err != nil {
@@ -650,18 +425,13 @@ func TestLabGPUDevices(t *testing.T) {
 // machines. The agent's status shows the controller's Raft view and a
 // two-node job runs across both.
 func TestLabJoin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	needLab(t)
 	l := newLabT(t, "hpc-join-")
 	top := l.top
 	conf := filepath.Join(top, "slurm.conf")
-	os.WriteFile(conf, []byte("ClusterName=vlab\nSlurmctldHost=node1(127.0.95.1)\nHpcApiPort=30817\nHpcRaftPort=30818\nHpcGossipPort=30819\n"+
-		"NodeName=DEFAULT CPUs=2 RealMemory=2000\nNodeName=node1 NodeAddr=127.0.95.1\nNodeName=node2 NodeAddr=127.0.95.2\n"+
-		"PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=1-00:00:00 State=UP\n"), 0o644)
+	os.WriteFile(conf, []byte(fmt.Sprintf("ClusterName=vlab\nSlurmctldHost=node1(%[1]s1)\nHpcApiPort=%[2]d\nHpcRaftPort=%[3]d\nHpcGossipPort=%[4]d\n"+
+		"NodeName=DEFAULT CPUs=2 RealMemory=2000\nNodeName=node1 NodeAddr=%[1]s1\nNodeName=node2 NodeAddr=%[1]s2\n"+
+		"PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=1-00:00:00 State=UP\n", l.net, l.api, l.api+1, l.api+2)), 0o644)
 	key := filepath.Join(top, "cluster.key")
 	os.WriteFile(key, []byte("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"), 0o600)
 	dirs := map[string]string{"node1": filepath.Join(top, "m1"), "node2": filepath.Join(top, "m2")}
@@ -674,7 +444,8 @@ func TestLabJoin(t *testing.T) {
 			}
 		}
 	})
-	for _, c := range [][2]string{{"node1", "127.0.95.2:30819"}, {"node2", "127.0.95.1:30819"}} {
+	gossip := func(node int) string { return fmt.Sprintf("%s%d:%d", l.net, node, l.api+2) }
+	for _, c := range [][2]string{{"node1", gossip(2)}, {"node2", gossip(1)}} {
 		out, errs, code := l.run(0, top, "up", "--dir", dirs[c[0]], "--join", c[1], "--name", c[0], "--config", conf, "--key-file", key, "--timeout", "60s")
 		if code != 0 {
 			t.Fatalf("up --join as %s: %d\n%s\n%s", c[0], code, out, errs)

@@ -1,8 +1,8 @@
-package main
+package e2e
 
 // Issue 4, item 7: containers as pyxis gives them to Slurm. A real 2-node
-// lab (addresses 127.0.96.x) runs batch scripts and srun steps in a tiny
-// root file system built from Debian's busybox-static during the test:
+// lab of its own runs batch scripts and srun steps in a tiny root file
+// system built from Debian's busybox-static during the test:
 // --container-image, --container-mounts, --container-workdir, the job's
 // working directory and $TMPDIR in the image, errors at submit time and on
 // the node, and the memory limit in the image.
@@ -25,12 +25,7 @@ import (
 const containerMarker = "hpc container test image\n"
 
 func TestContainerImage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real 2-node cluster")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it runs libcontainer containers as another user")
-	}
+	needLab(t)
 	// The image first: without busybox there is nothing to test.
 	images, err := os.MkdirTemp("", "hpc-container-images-")
 	if err != nil {
@@ -46,7 +41,7 @@ func TestContainerImage(t *testing.T) {
 	noShell := filepath.Join(images, "no-shell")
 	os.MkdirAll(filepath.Join(noShell, "etc"), 0o755)
 
-	l, _ := startLab(t, "hpc-container-", 2, "127.0.96.", 31417, "KillWait=2\n")
+	l, _ := startLab(t, "hpc-container-", 2, "KillWait=2\n")
 	if out, _, _ := l.run(0, l.top, "status"); !strings.Contains(out, "Steps:    containers") {
 		t.Skipf("steps do not run in containers here:\n%s", out)
 	}
