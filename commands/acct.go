@@ -35,41 +35,111 @@ const (
 		"tresusageoutmax,tresusageoutmaxn,tresusageoutmaxt,tresusageoutave,tresusageouttot"
 )
 
+// sacctParams is a parsed sacct command line.
+type sacctParams struct {
+	q                              api.AcctQuery
+	fields                         []string
+	users                          map[uint32]bool
+	accounts, names, parts, states map[string]bool
+	nodes                          []string
+	nnodes, ncpus                  [2]int
+	start, end                     time.Time
+	parsable, trailing, noHeader   bool
+	brief, long                    bool
+	now                            time.Time
+}
+
 // sacctMain is sacct.
 func sacctMain(e *Env, prog string, args []string) int {
-	q := api.AcctQuery{}
-	var fields []string
-	var users map[uint32]bool
-	var accounts, names, parts, states map[string]bool
-	var nodes []string
-	var nnodes, ncpus [2]int
-	var start, end time.Time
-	parsable, trailing, noHeader, brief, long := false, false, false, false, false
-	now := e.Now()
+	p, code, ok := parseSacct(e, prog, args)
+	if !ok {
+		return code
+	}
+	cl, ctx, cancel, err := connect(e)
+	var rows []api.AcctRow
+	if err == nil {
+		defer cancel()
+		rows, err = cl.Acct(ctx, p.q)
+	}
+	if err != nil {
+		_, msg := errText(err)
+		e.errorf(prog, "%s", msg)
+		return 1
+	}
+	fmt.Fprint(e.Stdout, format.Sacct(p.filter(rows), format.SacctOptions{
+		Fields: p.fields, Parsable: p.parsable, ParsableTrailing: p.trailing, NoHeader: p.noHeader, Now: p.now,
+	}))
+	return 0
+}
+
+// parseSacct reads sacct's options and settles the fields and the time
+// window; ok is false when sacct is done (help, or an error reported) and
+// exits with code.
+func parseSacct(e *Env, prog string, args []string) (p *sacctParams, code int, ok bool) {
+	p = &sacctParams{now: e.Now()}
+	_, code, done := parseOpts(e, prog, sacctOpts, args, p.option(e, prog))
+	if done {
+		return nil, code, false
+	}
+	if p.long && len(p.fields) > 0 {
+		fmt.Fprintf(e.Stderr, "%s: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n", prog)
+		return nil, 1, false
+	}
+	switch {
+	case len(p.fields) > 0:
+	case p.brief:
+		p.fields = []string{sacctBriefFields}
+	case p.long:
+		p.fields = []string{sacctLongFields}
+	case e.Getenv("SACCT_FORMAT") != "":
+		p.fields = []string{e.Getenv("SACCT_FORMAT")}
+	}
+	if _, err := format.ParseSacctFields(p.fields); err != nil {
+		e.errorf(prog, "%v", err)
+		return nil, 1, false
+	}
+	// Without -j or -S sacct shows the jobs of today (since midnight).
+	if p.start.IsZero() && len(p.q.JobIDs) == 0 {
+		y, m, d := p.now.Date()
+		p.start = time.Date(y, m, d, 0, 0, 0, 0, p.now.Location())
+	}
+	if !p.end.IsZero() && p.start.After(p.end) {
+		e.errorf(prog, "Start time (%s) requested is after end time (%s).", format.ISOTime(p.start), format.ISOTime(p.end))
+		return nil, 1, false
+	}
+	return p, 0, true
+}
+
+// option applies one of sacct's options.
+func (p *sacctParams) option(e *Env, prog string) func(o *jobspec.Opt, val string, _ bool) error {
 	fail := func(f string, a ...any) error {
 		e.errorf(prog, f, a...)
 		return quit{1}
 	}
-	_, code, done := parseOpts(e, prog, sacctOpts, args, func(o *jobspec.Opt, val string, _ bool) error {
+	return func(o *jobspec.Opt, val string, _ bool) error {
 		switch o.ID() {
 		case "a":
-			q.AllUsers = true
+			p.q.AllUsers = true
 		case "A":
-			accounts = lowerSet(val)
+			p.accounts = lowerSet(val)
 		case "X":
-			q.JobsOnly = true
+			p.q.JobsOnly = true
 		case "b":
-			brief = true
+			p.brief = true
 		case "D", "federation", "local", "L", "noconvert", "T", "use-local-uid", "v", "units":
 		case "e":
 			printSacctFieldNames(e)
 			return quit{0}
-		case "E":
-			t, err := jobspec.ParseSince(val, now)
+		case "E", "S":
+			t, err := jobspec.ParseSince(val, p.now)
 			if err != nil {
 				return fail("Invalid time specification (pos=0): %s", val)
 			}
-			end = t
+			if o.ID() == "E" {
+				p.end = t
+			} else {
+				p.start = t
+			}
 		case "h":
 			io.WriteString(e.Stdout, sacctHelp)
 			return quit{0}
@@ -77,74 +147,41 @@ func sacctMain(e *Env, prog string, args []string) int {
 			io.WriteString(e.Stdout, sacctUsage)
 			return quit{0}
 		case "name":
-			names = set(splitList(val))
+			p.names = set(splitList(val))
 		case "i", "I":
 			lo, hi, ok := countRange(val)
 			if !ok {
 				return fail("Invalid node/cpu range: %s", val)
 			}
 			if o.ID() == "i" {
-				nnodes = [2]int{lo, hi}
+				p.nnodes = [2]int{lo, hi}
 			} else {
-				ncpus = [2]int{lo, hi}
+				p.ncpus = [2]int{lo, hi}
 			}
 		case "j":
-			for _, s := range splitList(val) {
-				base, _, _ := strings.Cut(s, ".")
-				id, err := strconv.ParseUint(leadingDigits(base), 10, 64)
-				if err != nil || id == 0 {
-					return fail("Invalid job id: %s", s)
-				}
-				q.JobIDs = append(q.JobIDs, id)
-			}
+			return p.addJobs(val, fail)
 		case "l":
-			long = true
+			p.long = true
 		case "N":
 			n, ok := expandHosts(val)
 			if !ok {
 				return fail("Invalid node list: %s", val)
 			}
-			nodes = n
+			p.nodes = n
 		case "n":
-			noHeader = true
+			p.noHeader = true
 		case "o":
-			fields = append(fields, val)
+			p.fields = append(p.fields, val)
 		case "p":
-			trailing = true
+			p.trailing = true
 		case "P":
-			parsable = true
+			p.parsable = true
 		case "r":
-			parts = set(splitList(val))
+			p.parts = set(splitList(val))
 		case "s":
-			states = map[string]bool{}
-			for _, s := range splitList(val) {
-				name := jobStateName(s)
-				if name == "" {
-					fmt.Fprintf(e.Stderr, "%s: fatal: unrecognized job state value\n", prog)
-					return quit{1}
-				}
-				states[name] = true
-			}
-		case "S":
-			t, err := jobspec.ParseSince(val, now)
-			if err != nil {
-				return fail("Invalid time specification (pos=0): %s", val)
-			}
-			start = t
+			return p.setStates(e, prog, val)
 		case "u":
-			if val == "-1" {
-				q.AllUsers, users = true, nil
-				break
-			}
-			users = map[uint32]bool{}
-			for _, u := range splitList(val) {
-				uid, ok := lookupUID(u)
-				if !ok {
-					return fail("Invalid user id: %s", u)
-				}
-				users[uid] = true
-			}
-			q.AllUsers = true
+			return p.setUsers(val, fail)
 		case "V":
 			fmt.Fprintln(e.Stdout, slurmVersion)
 			return quit{0}
@@ -158,62 +195,71 @@ func sacctMain(e *Env, prog string, args []string) int {
 			return fail("--%s is not supported by hpc's accounting yet", name)
 		}
 		return nil
-	})
-	if done {
-		return code
 	}
-	if long && len(fields) > 0 {
-		fmt.Fprintf(e.Stderr, "%s: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n", prog)
-		return 1
+}
+
+// addJobs applies -j: job ids, a step's (12.0) standing for its job's.
+func (p *sacctParams) addJobs(val string, fail func(string, ...any) error) error {
+	for _, s := range splitList(val) {
+		base, _, _ := strings.Cut(s, ".")
+		id, err := strconv.ParseUint(leadingDigits(base), 10, 64)
+		if err != nil || id == 0 {
+			return fail("Invalid job id: %s", s)
+		}
+		p.q.JobIDs = append(p.q.JobIDs, id)
 	}
-	switch {
-	case len(fields) > 0:
-	case brief:
-		fields = []string{sacctBriefFields}
-	case long:
-		fields = []string{sacctLongFields}
-	case e.Getenv("SACCT_FORMAT") != "":
-		fields = []string{e.Getenv("SACCT_FORMAT")}
+	return nil
+}
+
+// setStates applies -s: job state names.
+func (p *sacctParams) setStates(e *Env, prog, val string) error {
+	p.states = map[string]bool{}
+	for _, s := range splitList(val) {
+		name := jobStateName(s)
+		if name == "" {
+			fmt.Fprintf(e.Stderr, "%s: fatal: unrecognized job state value\n", prog)
+			return quit{1}
+		}
+		p.states[name] = true
 	}
-	if _, err := format.ParseSacctFields(fields); err != nil {
-		e.errorf(prog, "%v", err)
-		return 1
+	return nil
+}
+
+// setUsers applies -u: users by name or uid, -1 for all.
+func (p *sacctParams) setUsers(val string, fail func(string, ...any) error) error {
+	if val == "-1" {
+		p.q.AllUsers, p.users = true, nil
+		return nil
 	}
-	// Without -j or -S sacct shows the jobs of today (since midnight).
-	if start.IsZero() && len(q.JobIDs) == 0 {
-		y, m, d := now.Date()
-		start = time.Date(y, m, d, 0, 0, 0, 0, now.Location())
+	p.users = map[uint32]bool{}
+	for _, u := range splitList(val) {
+		uid, ok := lookupUID(u)
+		if !ok {
+			return fail("Invalid user id: %s", u)
+		}
+		p.users[uid] = true
 	}
-	if !end.IsZero() && start.After(end) {
-		e.errorf(prog, "Start time (%s) requested is after end time (%s).", format.ISOTime(start), format.ISOTime(end))
-		return 1
-	}
-	cl, ctx, cancel, err := connect(e)
-	var rows []api.AcctRow
-	if err == nil {
-		defer cancel()
-		rows, err = cl.Acct(ctx, q)
-	}
-	if err != nil {
-		_, msg := errText(err)
-		e.errorf(prog, "%s", msg)
-		return 1
-	}
-	// Filters apply to jobs; a job's steps follow it.
+	p.q.AllUsers = true
+	return nil
+}
+
+// filter keeps the rows of the jobs that pass the filters: filters apply
+// to jobs; a job's steps follow it.
+func (p *sacctParams) filter(rows []api.AcctRow) []api.AcctRow {
 	keep := map[uint64]bool{}
 	for _, r := range rows {
 		if r.Step != "" {
 			continue
 		}
-		ok := (users == nil || users[r.UID]) &&
-			(accounts == nil || accounts[strings.ToLower(r.Account)]) &&
-			(names == nil || names[r.JobName]) &&
-			(parts == nil || parts[r.Partition]) &&
-			(states == nil || states[strings.Fields(r.State + " x")[0]]) &&
-			(nodes == nil || intersects(nodes, expandOrNone(r.NodeList))) &&
-			inRange(acctNodeCount(r), nnodes) && inRange(r.AllocCPUs, ncpus) &&
-			(start.IsZero() || r.End.IsZero() || !r.End.Before(start)) &&
-			(end.IsZero() || !r.Submit.After(end))
+		ok := (p.users == nil || p.users[r.UID]) &&
+			(p.accounts == nil || p.accounts[strings.ToLower(r.Account)]) &&
+			(p.names == nil || p.names[r.JobName]) &&
+			(p.parts == nil || p.parts[r.Partition]) &&
+			(p.states == nil || p.states[strings.Fields(r.State + " x")[0]]) &&
+			(p.nodes == nil || intersects(p.nodes, expandOrNone(r.NodeList))) &&
+			inRange(acctNodeCount(r), p.nnodes) && inRange(r.AllocCPUs, p.ncpus) &&
+			(p.start.IsZero() || r.End.IsZero() || !r.End.Before(p.start)) &&
+			(p.end.IsZero() || !r.Submit.After(p.end))
 		keep[r.JobID] = ok
 	}
 	var out []api.AcctRow
@@ -222,10 +268,7 @@ func sacctMain(e *Env, prog string, args []string) int {
 			out = append(out, r)
 		}
 	}
-	fmt.Fprint(e.Stdout, format.Sacct(out, format.SacctOptions{
-		Fields: fields, Parsable: parsable, ParsableTrailing: trailing, NoHeader: noHeader, Now: now,
-	}))
-	return 0
+	return out
 }
 
 func printSacctFieldNames(e *Env) {

@@ -50,6 +50,69 @@ type scancelParams struct {
 
 // scancelMain is scancel.
 func scancelMain(e *Env, prog string, args []string) int {
+	p, code, ok := parseScancel(e, prog, args)
+	if !ok {
+		return code
+	}
+	cl, ctx, cancel, err := connect(e)
+	if err != nil {
+		return cancelFailed(e, prog, err)
+	}
+	defer cancel()
+	if err := resolveArrayTasks(ctx, cl, p.ids); err != nil {
+		return cancelFailed(e, prog, err)
+	}
+	c := &canceller{e: e, prog: prog, p: p, cl: cl, ctx: ctx}
+	// Only job ids: send each as it is, as scancel does.
+	if !p.filtering() && !p.hasSteps() {
+		status := 0
+		for _, id := range p.ids {
+			status = max(status, c.send(id))
+		}
+		return status
+	}
+	return c.cancelSelected()
+}
+
+// parseScancel reads scancel's input environment variables, options and
+// job ids; ok is false when scancel is done (help, or an error reported)
+// and exits with code.
+func parseScancel(e *Env, prog string, args []string) (p *scancelParams, code int, ok bool) {
+	p, ok = scancelFromEnv(e)
+	if !ok {
+		return nil, 1, false
+	}
+	rest, code, done := parseOpts(e, prog, scancelOpts, args, p.option(e, prog))
+	if done {
+		return nil, code, false
+	}
+	for _, word := range rest {
+		ids, err := parseCancelIDs(word)
+		if err != nil {
+			e.errorf(prog, "Invalid job id %s", word)
+			return nil, 1, false
+		}
+		p.ids = append(p.ids, ids...)
+	}
+	if p.user != "" {
+		uid, ok := lookupUID(p.user)
+		if !ok {
+			e.errorf(prog, "Invalid user name: %s", p.user)
+			return nil, 1, false
+		}
+		p.uid = uid
+	}
+	if len(p.ids) == 0 && p.account == "" && p.name == "" && p.nodelist == nil && p.partition == "" &&
+		p.qos == "" && p.reservation == "" && p.state == "" && p.user == "" && p.wckey == "" {
+		e.errorf(prog, "No job identification provided")
+		return nil, 1, false
+	}
+	return p, 0, true
+}
+
+// scancelFromEnv starts scancel's parameters from its input environment
+// variables; false when SCANCEL_STATE is invalid (reported).
+func scancelFromEnv(e *Env) (*scancelParams, bool) {
 	p := &scancelParams{}
 	if v := e.Getenv("SCANCEL_VERBOSE"); strings.EqualFold(v, "true") || strings.EqualFold(v, "t") {
 		p.verbose = 1
@@ -59,10 +122,15 @@ func scancelMain(e *Env, prog string, args []string) int {
 	if v := e.Getenv("SCANCEL_STATE"); v != "" {
 		if p.state = jobStateName(v); p.state == "" {
 			fmt.Fprintf(e.Stderr, "Unrecognized SCANCEL_STATE value: %s\nValid job states are PENDING, RUNNING, and SUSPENDED\n", v)
-			return 1
+			return nil, false
 		}
 	}
-	rest, code, done := parseOpts(e, prog, scancelOpts, args, func(o *jobspec.Opt, val string, _ bool) error {
+	return p, true
+}
+
+// option applies one of scancel's options.
+func (p *scancelParams) option(e *Env, prog string) func(o *jobspec.Opt, val string, _ bool) error {
+	return func(o *jobspec.Opt, val string, _ bool) error {
 		switch o.ID() {
 		case "A":
 			p.account = strings.ToLower(val)
@@ -122,126 +190,97 @@ func scancelMain(e *Env, prog string, args []string) int {
 			p.wckey = val
 		}
 		return nil
-	})
-	if done {
-		return code
 	}
-	for _, word := range rest {
-		ids, err := parseCancelIDs(word)
-		if err != nil {
-			e.errorf(prog, "Invalid job id %s", word)
-			return 1
-		}
-		p.ids = append(p.ids, ids...)
+}
+
+// canceller sends scancel's requests to the controller.
+type canceller struct {
+	e    *Env
+	prog string
+	p    *scancelParams
+	cl   *api.Client
+	ctx  context.Context
+}
+
+// send signals or cancels one job and reports its error as scancel does;
+// it returns the exit status it calls for.
+func (c *canceller) send(id cancelID) int {
+	e, prog, p := c.e, c.prog, c.p
+	what := ""
+	switch {
+	case p.batch:
+		what = "batch "
+	case p.full:
+		what = "full "
 	}
-	if p.user != "" {
-		uid, ok := lookupUID(p.user)
-		if !ok {
-			e.errorf(prog, "Invalid user name: %s", p.user)
-			return 1
-		}
-		p.uid = uid
-	}
-	if len(p.ids) == 0 && p.account == "" && p.name == "" && p.nodelist == nil && p.partition == "" &&
-		p.qos == "" && p.reservation == "" && p.state == "" && p.user == "" && p.wckey == "" {
-		e.errorf(prog, "No job identification provided")
-		return 1
-	}
-	cl, ctx, cancel, err := connect(e)
-	if err != nil {
-		return cancelFailed(e, prog, err)
-	}
-	defer cancel()
-	if err := resolveArrayTasks(ctx, cl, p.ids); err != nil {
-		return cancelFailed(e, prog, err)
-	}
-	send := func(id cancelID) int {
-		what := ""
-		switch {
-		case p.batch:
-			what = "batch "
-		case p.full:
-			what = "full "
-		}
-		if p.verbose > 0 {
-			if p.signal == 0 {
-				fmt.Fprintf(e.Stderr, "%s: Terminating %sjob %s\n", prog, what, id.text)
-			} else {
-				fmt.Fprintf(e.Stderr, "%s: Signal %d to %sjob %s\n", prog, p.signal, what, id.text)
-			}
-		}
-		var errMsg string
-		if !id.valid {
-			// hpc has no job arrays or steps yet: such an id names nothing.
-			errMsg = api.ErrInvalidJobID
+	if p.verbose > 0 {
+		if p.signal == 0 {
+			fmt.Fprintf(e.Stderr, "%s: Terminating %sjob %s\n", prog, what, id.text)
 		} else {
-			sig := p.signal
-			if sig == 0 && (p.batch || p.full) {
-				sig = 9 // Slurm's default signal is SIGKILL
-			}
-			req := api.CancelRequest{JobIDs: []uint64{id.job}, Signal: sig}
-			switch {
-			case p.full:
-				req.Scope = api.SignalFull
-			case p.batch:
-				req.Scope = api.SignalBatch
-			}
-			results, err := cl.Cancel(ctx, req)
-			if err != nil {
-				_, errMsg = errText(err)
-			} else if len(results) > 0 {
-				errMsg = results[0].Error
-			}
+			fmt.Fprintf(e.Stderr, "%s: Signal %d to %sjob %s\n", prog, p.signal, what, id.text)
 		}
-		if errMsg == "" {
-			return 0
-		}
-		ignorable := errMsg == api.ErrInvalidJobID || errMsg == api.ErrAlreadyDone
-		if p.verbose > 0 || (!ignorable && p.verbose >= 0) {
-			kind := "job id"
-			if id.step != "" {
-				kind = "job step id"
-			}
-			e.errorf(prog, "Kill job error on %s %s: %s", kind, id.text, errMsg)
-		}
-		if ignorable && p.signal == 0 {
-			return 0 // the job is gone, as asked
-		}
-		return 1
 	}
-
-	// Only job ids: send each as it is, as scancel does.
-	if !p.filtering() && !p.hasSteps() {
-		status := 0
-		for _, id := range p.ids {
-			status = max(status, send(id))
-		}
-		return status
+	var errMsg string
+	if !id.valid {
+		// hpc has no job arrays or steps yet: such an id names nothing.
+		errMsg = api.ErrInvalidJobID
+	} else {
+		errMsg = c.request(id.job)
 	}
+	if errMsg == "" {
+		return 0
+	}
+	ignorable := errMsg == api.ErrInvalidJobID || errMsg == api.ErrAlreadyDone
+	if p.verbose > 0 || (!ignorable && p.verbose >= 0) {
+		kind := "job id"
+		if id.step != "" {
+			kind = "job step id"
+		}
+		e.errorf(prog, "Kill job error on %s %s: %s", kind, id.text, errMsg)
+	}
+	if ignorable && p.signal == 0 {
+		return 0 // the job is gone, as asked
+	}
+	return 1
+}
 
-	jobs, err := cl.Jobs(ctx)
+// request asks the controller to signal or cancel job; it returns the
+// error message, "" if none.
+func (c *canceller) request(job uint64) string {
+	p := c.p
+	sig := p.signal
+	if sig == 0 && (p.batch || p.full) {
+		sig = 9 // Slurm's default signal is SIGKILL
+	}
+	req := api.CancelRequest{JobIDs: []uint64{job}, Signal: sig}
+	switch {
+	case p.full:
+		req.Scope = api.SignalFull
+	case p.batch:
+		req.Scope = api.SignalBatch
+	}
+	results, err := c.cl.Cancel(c.ctx, req)
+	if err != nil {
+		_, errMsg := errText(err)
+		return errMsg
+	}
+	if len(results) > 0 {
+		return results[0].Error
+	}
+	return ""
+}
+
+// cancelSelected loads the job list and sends to the live jobs that the
+// ids and filters select, pending ones first (asking first with -i).
+func (c *canceller) cancelSelected() int {
+	e, prog, p := c.e, c.prog, c.p
+	jobs, err := c.cl.Jobs(c.ctx)
 	if err != nil {
 		_, msg := errText(err)
 		fmt.Fprintf(e.Stderr, "slurm_load_jobs error: %s\n", msg)
 		return 1
 	}
-	status := 0
-	// Ids that name no live job are reported first.
-	var targets []cancelID
-	for _, id := range p.ids {
-		if id.valid && liveJob(jobs, id.job) != nil {
-			targets = append(targets, id)
-			continue
-		}
-		status = 1
-		if p.verbose >= 0 {
-			if id.step != "" {
-				e.errorf(prog, "Kill job error on job step id %s: %s", id.text, api.ErrInvalidJobID)
-			} else {
-				e.errorf(prog, "Kill job error on job id %s: %s", id.text, api.ErrInvalidJobID)
-			}
-		}
-	}
+	targets, status := c.liveTargets(jobs)
 	// The jobs the filters select, pending ones first.
 	var matched []api.Job
 	for _, j := range jobs {
@@ -268,10 +307,30 @@ func scancelMain(e *Env, prog string, args []string) int {
 				continue
 			}
 			id := cancelID{text: strconv.FormatUint(j.ID, 10), job: j.ID, valid: true}
-			status = max(status, send(id))
+			status = max(status, c.send(id))
 		}
 	}
 	return status
+}
+
+// liveTargets returns the ids that name a live job, and reports the
+// others first (status 1 if any).
+func (c *canceller) liveTargets(jobs []api.Job) (targets []cancelID, status int) {
+	for _, id := range c.p.ids {
+		if id.valid && liveJob(jobs, id.job) != nil {
+			targets = append(targets, id)
+			continue
+		}
+		status = 1
+		if c.p.verbose >= 0 {
+			if id.step != "" {
+				c.e.errorf(c.prog, "Kill job error on job step id %s: %s", id.text, api.ErrInvalidJobID)
+			} else {
+				c.e.errorf(c.prog, "Kill job error on job id %s: %s", id.text, api.ErrInvalidJobID)
+			}
+		}
+	}
+	return targets, status
 }
 
 // filtering reports whether any option narrows the jobs (scancel then

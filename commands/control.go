@@ -14,6 +14,7 @@ import (
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
 	"hpc/commands/format"
+	"hpc/internal/words"
 )
 
 var scontrolOpts = opts(
@@ -74,8 +75,9 @@ func scontrolMain(e *Env, prog string, args []string) int {
 			fmt.Fprintln(e.Stdout)
 			break
 		}
-		if words := splitCommandLine(in.Text()); len(words) > 0 {
-			s.command(words)
+		// Quotes (single or double) group words.
+		if ws, _ := words.Split(in.Text(), words.Options{SingleQuotes: true}); len(ws) > 0 {
+			s.command(ws)
 		}
 	}
 	return s.status
@@ -731,40 +733,6 @@ func configItems(cfg *config.Config) []format.ConfigItem {
 		items[i] = format.ConfigItem{Key: k, Value: vals[k]}
 	}
 	return items
-}
-
-// splitCommandLine splits an interactive scontrol line into words;
-// quotes group words.
-func splitCommandLine(line string) []string {
-	var words []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			} else {
-				cur.WriteByte(c)
-			}
-		case c == '"' || c == '\'':
-			quote, in = c, true
-		case c == ' ' || c == '\t':
-			if in {
-				words = append(words, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	if in {
-		words = append(words, cur.String())
-	}
-	return words
 }
 
 const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]

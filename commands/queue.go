@@ -59,12 +59,54 @@ func queueVerbMain(e *Env, prog string, args []string) int { return squeueRun(e,
 
 func squeueRun(e *Env, prog string, args []string, anyState bool) int {
 	p := &squeueParams{anyState: anyState}
-	var err error
+	rest, code, done := parseOpts(e, prog, squeueOpts, args, p.option(e, prog))
+	if done {
+		return code
+	}
+	if p.long && p.format != "" {
+		fmt.Fprintf(e.Stderr, "%s: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n", prog)
+		return 1
+	}
+	if !p.operands(e, prog, rest) {
+		return 1
+	}
+	if p.jobFlag && p.stepFlag {
+		if p.jobs == nil {
+			e.errorf(prog, "Incompatible options --jobs and --steps")
+			return 1
+		}
+		p.jobFlag = false // steps of the jobs named
+	}
+	p.fromEnv(e, prog)
+	p.startDefaults()
+	if !p.stepFlag {
+		notes, err := format.CheckSqueueSort(p.sort)
+		if err != nil {
+			e.errorf(prog, "%v", err)
+			return 1
+		}
+		for _, n := range notes {
+			fmt.Fprintf(e.Stderr, "%s: %s\n", prog, n)
+		}
+	}
+	p.checkFormats(e, prog)
+	for {
+		if code := p.show(e, prog); code != 0 || p.iterate == 0 {
+			return code
+		}
+		fmt.Fprintln(e.Stdout)
+		time.Sleep(time.Duration(p.iterate) * time.Second)
+	}
+}
+
+// option applies one of squeue's options.
+func (p *squeueParams) option(e *Env, prog string) func(o *jobspec.Opt, val string, has bool) error {
 	fail := func(format string, a ...any) error {
 		e.errorf(prog, format, a...)
 		return quit{1}
 	}
-	rest, code, done := parseOpts(e, prog, squeueOpts, args, func(o *jobspec.Opt, val string, has bool) error {
+	return func(o *jobspec.Opt, val string, has bool) error {
+		var err error
 		switch o.ID() {
 		case "A":
 			p.accounts = lowerSet(val)
@@ -150,71 +192,52 @@ func squeueRun(e *Env, prog string, args []string, anyState bool) int {
 			return fail("--%s output is not supported by hpc", o.Long)
 		}
 		return nil
-	})
-	if done {
-		return code
 	}
-	if p.long && p.format != "" {
-		fmt.Fprintf(e.Stderr, "%s: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n", prog)
-		return 1
+}
+
+// operands reads what follows the options: the list of a -j or -s given
+// without one; anything else is reported, with the usage. False on error.
+func (p *squeueParams) operands(e *Env, prog string, rest []string) bool {
+	if len(rest) == 0 {
+		return true
+	}
+	var err error
+	switch {
+	case p.jobFlag && p.jobs == nil:
+		if p.jobs, err = parseJobList(rest[0]); err != nil {
+			e.errorf(prog, "%v", err)
+			return false
+		}
+		rest = rest[1:]
+	case p.stepFlag && p.steps == nil:
+		if p.steps, err = parseStepList(rest[0]); err != nil {
+			e.errorf(prog, "%v", err)
+			return false
+		}
+		rest = rest[1:]
 	}
 	if len(rest) > 0 {
-		switch {
-		case p.jobFlag && p.jobs == nil:
-			if p.jobs, err = parseJobList(rest[0]); err != nil {
-				e.errorf(prog, "%v", err)
-				return 1
-			}
-			rest = rest[1:]
-		case p.stepFlag && p.steps == nil:
-			if p.steps, err = parseStepList(rest[0]); err != nil {
-				e.errorf(prog, "%v", err)
-				return 1
-			}
-			rest = rest[1:]
-		}
-		if len(rest) > 0 {
-			e.errorf(prog, "Unrecognized option: %s", rest[0])
-			io.WriteString(e.Stdout, squeueUsage)
-			return 1
-		}
+		e.errorf(prog, "Unrecognized option: %s", rest[0])
+		io.WriteString(e.Stdout, squeueUsage)
+		return false
 	}
-	if p.jobFlag && p.stepFlag {
-		if p.jobs == nil {
-			e.errorf(prog, "Incompatible options --jobs and --steps")
-			return 1
-		}
-		p.jobFlag = false // steps of the jobs named
+	return true
+}
+
+// startDefaults: --start (of jobs, not steps) lists pending jobs by their
+// expected start, unless the command line or environment said otherwise.
+func (p *squeueParams) startDefaults() {
+	if !p.start || p.stepFlag {
+		return
 	}
-	p.fromEnv(e, prog)
-	if p.start && !p.stepFlag {
-		if p.format == "" && p.formatO == "" {
-			p.format = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
-		}
-		if p.sort == "" {
-			p.sort = "S"
-		}
-		if p.states == nil && !p.allStates {
-			p.states = map[string]bool{string(api.StatePending): true}
-		}
+	if p.format == "" && p.formatO == "" {
+		p.format = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 	}
-	if !p.stepFlag {
-		notes, err := format.CheckSqueueSort(p.sort)
-		if err != nil {
-			e.errorf(prog, "%v", err)
-			return 1
-		}
-		for _, n := range notes {
-			fmt.Fprintf(e.Stderr, "%s: %s\n", prog, n)
-		}
+	if p.sort == "" {
+		p.sort = "S"
 	}
-	p.checkFormats(e, prog)
-	for {
-		if code := p.show(e, prog); code != 0 || p.iterate == 0 {
-			return code
-		}
-		fmt.Fprintln(e.Stdout)
-		time.Sleep(time.Duration(p.iterate) * time.Second)
+	if p.states == nil && !p.allStates {
+		p.states = map[string]bool{string(api.StatePending): true}
 	}
 }
 

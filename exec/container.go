@@ -483,115 +483,186 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 			os.RemoveAll(r.stepEtc(cid)) // an image's /etc copies (imageuser.go)
 		}
 	}()
-	addGroups := make([]int, len(groups))
-	for i, g := range groups {
-		addGroups[i] = int(g)
-	}
-
 	cfg, err := r.config(cid, &spec)
 	if err != nil {
 		return fmt.Errorf("step %s: %w", spec.ID, err)
 	}
-	start := time.Now()
-	cfg.Labels = stepLabels(&spec, start)
+	l := &ctrLaunch{e: e, r: r, s: s, cid: cid, spec: &spec, io: io, start: time.Now()}
+	cfg.Labels = stepLabels(&spec, l.start)
+	if l.tio, err = startTaskIO(&spec); err != nil {
+		return err
+	}
+	if label := l.planTasks(); label != "" {
+		cfg.Labels = append(cfg.Labels, label)
+	}
+	defer l.closeSupervisorFiles()
+	if err := l.openSupervisorFiles(); err != nil {
+		return err
+	}
+	if err := l.create(cfg); err != nil {
+		return err
+	}
+	first, err := l.startSupervisor(groups)
+	if err != nil {
+		return err
+	}
+	l.handOff(first)
+	return nil
+}
 
+// ctrLaunch is a container step on its way up: what launchContainer's
+// steps hand on to each other, and to the watcher of the running step.
+type ctrLaunch struct {
+	e     *Executor
+	r     *containerRuntime
+	s     *Step
+	cid   string
+	spec  *StepSpec
+	start time.Time
+	io    *stepIO
+	tio   *taskIO // nil without Tasks
 	// What the supervisor gets (see stepd.go): the plan, the results file,
-	// the events pipe and the tasks' output.
-	var tio *taskIO
-	if len(spec.Tasks) > 0 {
-		if tio, err = newTaskIO(spec.Tasks, spec.UID); err != nil {
-			return fmt.Errorf("step %s: %w", spec.ID, err)
-		}
-	}
-	closeTaskIO := func() {
-		if tio != nil {
-			tio.closeWriters()
-			tio.drain(0)
-			tio.closeInputs()
-		}
-	}
-	files := []*os.File{nil, nil, nil, nil}
+	// the events pipe and the tasks' output, as its extra files.
+	plan       supPlan
+	files      []*os.File
+	planFile   *os.File
+	results    *os.File
+	resultPath string
+	evR, evW   *os.File // the supervisor's events
+	evs        *json.Decoder
+	goR, goW   *os.File // its go-ahead
+	c          *libcontainer.Container
+	sup        *libcontainer.Process
+	notice     *os.File // the step's stderr, for the OOM notice (finishStep)
+}
+
+// planTasks writes the supervisor's plan of the tasks and the extra files
+// they need (after the first four, which openSupervisorFiles fills in).
+// For a step with Tasks it returns the label that says where the
+// supervisor holds their read ends.
+func (l *ctrLaunch) planTasks() string {
+	spec, io, tio := l.spec, l.io, l.tio
+	l.files = []*os.File{nil, nil, nil, nil}
 	fd := func(f *os.File) int {
-		for i, g := range files[supFirstFD-supPlanFD:] {
+		for i, g := range l.files[supFirstFD-supPlanFD:] {
 			if g == f {
 				return supFirstFD + i
 			}
 		}
-		files = append(files, f)
-		return supPlanFD + len(files) - 1
+		l.files = append(l.files, f)
+		return supPlanFD + len(l.files) - 1
 	}
-	var plan supPlan
 	if tio == nil {
-		plan.Tasks = []supTask{{Argv: spec.Argv, Env: spec.Env, Dir: io.cwd, Stdout: fd(io.stdout), Stderr: fd(io.stderr)}}
-	} else {
-		for i, t := range spec.Tasks {
-			st := supTask{Argv: t.Argv, Env: t.Env, Dir: io.cwd, Stdout: fd(tio.stdout[i]), Stderr: fd(tio.stderr[i]), TTY: t.TTY}
-			if tio.stdin[i] != nil {
-				st.Stdin = fd(tio.stdin[i])
-			}
-			plan.Tasks = append(plan.Tasks, st)
+		l.plan.Tasks = []supTask{{Argv: spec.Argv, Env: spec.Env, Dir: io.cwd, Stdout: fd(io.stdout), Stderr: fd(io.stderr)}}
+		return ""
+	}
+	for i, t := range spec.Tasks {
+		st := supTask{Argv: t.Argv, Env: t.Env, Dir: io.cwd, Stdout: fd(tio.stdout[i]), Stderr: fd(tio.stderr[i]), TTY: t.TTY}
+		if tio.stdin[i] != nil {
+			st.Stdin = fd(tio.stdin[i])
 		}
-		// The supervisor holds the read ends too (see supPlan.Keep); the
-		// label says where, for a new executor (reattach.go).
-		ends := make([][3]int, len(spec.Tasks))
-		for i := range spec.Tasks {
-			for k, r := range []*os.File{tio.outR[i], tio.errR[i], tio.inW[i]} {
-				if r != nil {
-					ends[i][k] = fd(r)
-					plan.Keep = append(plan.Keep, ends[i][k])
-				}
+		l.plan.Tasks = append(l.plan.Tasks, st)
+	}
+	// The supervisor holds the read ends too (see supPlan.Keep); the
+	// label says where, for a new executor (reattach.go).
+	ends := make([][3]int, len(spec.Tasks))
+	for i := range spec.Tasks {
+		for k, r := range []*os.File{tio.outR[i], tio.errR[i], tio.inW[i]} {
+			if r != nil {
+				ends[i][k] = fd(r)
+				l.plan.Keep = append(l.plan.Keep, ends[i][k])
 			}
 		}
-		cfg.Labels = append(cfg.Labels, ioLabel(ends, spec.Tasks))
 	}
-	planFile, err := memFile("hpc-step-plan", plan)
-	if err != nil {
-		closeTaskIO()
-		return fmt.Errorf("step %s: %w", spec.ID, err)
-	}
-	defer planFile.Close()
-	resultPath := r.resultPath(cid)
-	results, err := os.OpenFile(resultPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		closeTaskIO()
-		return fmt.Errorf("step %s: results file: %w", spec.ID, err)
-	}
-	defer results.Close()
-	evR, evW, err := os.Pipe()
-	if err != nil {
-		closeTaskIO()
-		os.Remove(resultPath)
-		return fmt.Errorf("step %s: %w", spec.ID, err)
-	}
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		evR.Close()
-		evW.Close()
-		closeTaskIO()
-		os.Remove(resultPath)
-		return fmt.Errorf("step %s: %w", spec.ID, err)
-	}
-	defer goW.Close() // the supervisor's go-ahead, at the latest
-	files[0], files[1], files[2], files[3] = planFile, results, evW, goR
+	return ioLabel(ends, spec.Tasks)
+}
 
-	if err := r.joinJob(&spec); err != nil {
-		evR.Close()
-		evW.Close()
-		closeTaskIO()
-		os.Remove(resultPath)
-		return fmt.Errorf("step %s: %w", spec.ID, err)
+// openSupervisorFiles makes the supervisor's first four extra files: the
+// plan, the results file, the events pipe and the go-ahead pipe. On error
+// the launch is undone (abandon); closeSupervisorFiles still closes this
+// process's copies.
+func (l *ctrLaunch) openSupervisorFiles() error {
+	var err error
+	if l.planFile, err = memFile("hpc-step-plan", l.plan); err != nil {
+		l.abandon(false)
+		return fmt.Errorf("step %s: %w", l.spec.ID, err)
 	}
-	c, err := libcontainer.Create(r.ctrRoot, cid, cfg)
+	l.resultPath = l.r.resultPath(l.cid)
+	l.results, err = os.OpenFile(l.resultPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		evR.Close()
-		evW.Close()
-		closeTaskIO()
-		os.Remove(resultPath)
-		r.leaveJob(spec.Job)
-		return fmt.Errorf("step %s: create container: %w", spec.ID, err)
+		l.abandon(false)
+		return fmt.Errorf("step %s: results file: %w", l.spec.ID, err)
+	}
+	if l.evR, l.evW, err = os.Pipe(); err != nil {
+		l.abandon(false)
+		return fmt.Errorf("step %s: %w", l.spec.ID, err)
+	}
+	if l.goR, l.goW, err = os.Pipe(); err != nil {
+		l.abandon(false)
+		return fmt.Errorf("step %s: %w", l.spec.ID, err)
+	}
+	l.files[0], l.files[1], l.files[2], l.files[3] = l.planFile, l.results, l.evW, l.goR
+	return nil
+}
+
+// closeSupervisorFiles closes this process's copies of the plan, the
+// results file and the supervisor's go-ahead (at the latest) when the
+// launch returns; those it never opened are nil.
+func (l *ctrLaunch) closeSupervisorFiles() {
+	for _, f := range []*os.File{l.goW, l.results, l.planFile} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// abandon undoes a launch whose container did not start: the events pipe,
+// the tasks' pipes, the results file and (joined) the step's place in its
+// job's cgroup.
+func (l *ctrLaunch) abandon(joined bool) {
+	if l.evR != nil {
+		l.evR.Close()
+		l.evW.Close()
+	}
+	if l.tio != nil {
+		l.tio.closeWriters()
+		l.tio.drain(0)
+		l.tio.closeInputs()
+	}
+	if l.results != nil {
+		os.Remove(l.resultPath)
+	}
+	if joined {
+		l.r.leaveJob(l.spec.Job)
+	}
+}
+
+// create puts the step under its job's cgroup and creates its container.
+func (l *ctrLaunch) create(cfg *configs.Config) error {
+	if err := l.r.joinJob(l.spec); err != nil {
+		l.abandon(false)
+		return fmt.Errorf("step %s: %w", l.spec.ID, err)
+	}
+	c, err := libcontainer.Create(l.r.ctrRoot, l.cid, cfg)
+	if err != nil {
+		l.abandon(true)
+		return fmt.Errorf("step %s: create container: %w", l.spec.ID, err)
+	}
+	l.c = c
+	return nil
+}
+
+// startSupervisor runs the step's supervisor as its container's init and
+// reads its first event: the tasks started. On error the container is
+// gone (fail).
+func (l *ctrLaunch) startSupervisor(groups []uint32) (supEvent, error) {
+	spec := l.spec
+	addGroups := make([]int, len(groups))
+	for i, g := range groups {
+		addGroups[i] = int(g)
 	}
 	nnp := spec.UID != 0
-	sup := &libcontainer.Process{
+	l.sup = &libcontainer.Process{
 		// /proc/self/exe at exec time is runc init's sealed copy of this
 		// binary, which the user may run even where its path is not
 		// reachable for them.
@@ -603,127 +674,122 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 		GID:              int(spec.GID),
 		AdditionalGroups: addGroups,
 		Cwd:              "/",
-		ExtraFiles:       files,
+		ExtraFiles:       l.files,
 		Capabilities:     capsFor(spec.UID),
 		NoNewPrivileges:  &nnp,
 		Init:             true,
 	}
-	runErr := c.Run(sup)
-	evW.Close() // the supervisor has its own
-	goR.Close()
+	runErr := l.c.Run(l.sup)
+	l.evW.Close() // the supervisor has its own
+	l.goR.Close()
 	// The step's stderr stays open here for slurmstepd's OOM notice.
-	var notice *os.File
-	if tio == nil && runErr == nil {
-		if fd, err := unix.FcntlInt(io.stderr.Fd(), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			notice = os.NewFile(uintptr(fd), spec.Stderr)
+	if l.tio == nil && runErr == nil {
+		if fd, err := unix.FcntlInt(l.io.stderr.Fd(), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			l.notice = os.NewFile(uintptr(fd), spec.Stderr)
 		}
 	}
-	io.close() // the tasks have their own copies
-	if tio != nil {
-		tio.closeWriters()
-	}
-	fail := func(err error) error {
-		if notice != nil {
-			notice.Close()
-		}
-		if runErr == nil {
-			_ = c.Signal(unix.SIGKILL)
-			_, _ = sup.Wait()
-		}
-		evR.Close()
-		if tio != nil {
-			tio.drain(outputGrace)
-			tio.closeInputs()
-		}
-		_ = c.Destroy()
-		os.Remove(resultPath)
-		r.leaveJob(spec.Job)
-		return fmt.Errorf("step %s: %w", spec.ID, err)
-	}
+	closeHandedIO(l.io, l.tio)
 	if runErr != nil {
-		return fail(fmt.Errorf("start container: %w", runErr))
+		return supEvent{}, l.fail(false, fmt.Errorf("start container: %w", runErr))
 	}
-	evs := json.NewDecoder(evR)
+	l.evs = json.NewDecoder(l.evR)
 	var first supEvent
-	if err := evs.Decode(&first); err != nil || !first.Started {
+	if err := l.evs.Decode(&first); err != nil || !first.Started {
 		if first.Err == "" {
 			first.Err = fmt.Sprintf("the step's supervisor ended before its tasks started (%v)", err)
 		}
-		return fail(errors.New(first.Err))
+		return supEvent{}, l.fail(true, errors.New(first.Err))
 	}
-	s.start = start
-	supPid, _ := sup.Pid()
-	s.pid = hostPid(c, supPid, first.Pids[0])
-	goW.Close()
-	if tio != nil {
-		s.inputs, s.ttys = tio.inputs, tio.ttys
+	return first, nil
+}
+
+// fail undoes a launch whose container was created but whose tasks did
+// not start; running: its supervisor runs (and is killed).
+func (l *ctrLaunch) fail(running bool, err error) error {
+	if l.notice != nil {
+		l.notice.Close()
 	}
-	k := &ctrStep{c: c, initPid: supPid}
+	if running {
+		_ = l.c.Signal(unix.SIGKILL)
+		_, _ = l.sup.Wait()
+	}
+	l.evR.Close()
+	if l.tio != nil {
+		l.tio.drain(outputGrace)
+		l.tio.closeInputs()
+	}
+	_ = l.c.Destroy()
+	os.Remove(l.resultPath)
+	l.r.leaveJob(l.spec.Job)
+	return fmt.Errorf("step %s: %w", l.spec.ID, err)
+}
+
+// handOff makes the step running (its start, pid, inputs and signals),
+// lets the supervisor go ahead and watches the step until it ends.
+func (l *ctrLaunch) handOff(first supEvent) {
+	s := l.s
+	s.start = l.start
+	supPid, _ := l.sup.Pid()
+	s.pid = hostPid(l.c, supPid, first.Pids[0])
+	l.goW.Close()
+	if l.tio != nil {
+		s.inputs, s.ttys = l.tio.inputs, l.tio.ttys
+	}
+	k := &ctrStep{c: l.c, initPid: supPid}
 	s.sig = k
-	st, _ := c.State()
+	st, _ := l.c.State()
 	var cgPaths map[string]string
 	if st != nil {
 		cgPaths = st.CgroupPaths
 	}
+	go l.watch(k, cgPaths)
+}
 
-	go func() {
-		n := len(plan.Tasks)
-		results := make([]TaskResult, n)
-		got := make([]bool, n)
-		var ended sync.WaitGroup
-		for {
-			var ev supEvent
-			if evs.Decode(&ev) != nil || ev.Done {
-				break
-			}
-			if !ev.End || ev.Task < 0 || ev.Task >= n || got[ev.Task] {
-				continue
-			}
-			i := ev.Task
-			got[i] = true
-			results[i] = TaskResult{ExitCode: ev.Exit, Signal: ev.Signal}
-			if tio != nil {
-				ended.Go(func() {
-					tio.wait(i)
-					if spec.OnTaskEnd != nil {
-						spec.OnTaskEnd(i, results[i])
-					}
-				})
-			}
+// watch reads the tasks' ends from the supervisor's events until it ends,
+// then finishes the step.
+func (l *ctrLaunch) watch(k *ctrStep, cgPaths map[string]string) {
+	spec, tio := l.spec, l.tio
+	n := len(l.plan.Tasks)
+	results := make([]TaskResult, n)
+	got := make([]bool, n)
+	var ended sync.WaitGroup
+	for {
+		var ev supEvent
+		if l.evs.Decode(&ev) != nil || ev.Done {
+			break
 		}
-		_, werr := sup.Wait()
-		end := time.Now()
-		k.end()
-		evR.Close()
-		// A supervisor that was killed (a cancelled step) took the tasks
-		// that had not ended with it.
-		for i := range results {
-			if !got[i] {
-				results[i] = TaskResult{Signal: int(unix.SIGKILL)}
-				if tio != nil && spec.OnTaskEnd != nil {
-					ended.Go(func() {
-						tio.wait(i)
-						spec.OnTaskEnd(i, results[i])
-					})
-				}
-			}
+		if !ev.End || ev.Task < 0 || ev.Task >= n || got[ev.Task] {
+			continue
 		}
+		i := ev.Task
+		got[i] = true
+		results[i] = TaskResult{ExitCode: ev.Exit, Signal: ev.Signal}
 		if tio != nil {
-			tio.drain(outputGrace)
+			ended.Go(func() { tio.reportEnd(spec, i, results[i]) })
 		}
-		ended.Wait()
-		if tio != nil {
-			tio.closeInputs()
+	}
+	_, werr := l.sup.Wait()
+	end := time.Now()
+	k.end()
+	l.evR.Close()
+	// A supervisor that was killed (a cancelled step) took the tasks
+	// that had not ended with it.
+	for i := range results {
+		if !got[i] {
+			results[i] = TaskResult{Signal: int(unix.SIGKILL)}
+			if tio != nil && spec.OnTaskEnd != nil {
+				ended.Go(func() { tio.reportEnd(spec, i, results[i]) })
+			}
 		}
-		res := r.finishStep(c, &spec, cgPaths, results, notice, tio != nil)
-		res.Start, res.End = start, end
-		if res.Err == nil && werr != nil && !isExitError(werr) {
-			res.Err = fmt.Errorf("wait for step %s: %w", spec.ID, werr)
-		}
-		e.forget(cid, s)
-		s.finish(res)
-	}()
-	return nil
+	}
+	settleTasks(tio, &ended)
+	res := l.r.finishStep(l.c, spec, cgPaths, results, l.notice, tio != nil)
+	res.Start, res.End = l.start, end
+	if res.Err == nil && werr != nil && !isExitError(werr) {
+		res.Err = fmt.Errorf("wait for step %s: %w", spec.ID, werr)
+	}
+	l.e.forget(l.cid, l.s)
+	l.s.finish(res)
 }
 
 // finishStep sums up an ended step: its tasks' ends, the OOM killer's
@@ -731,11 +797,7 @@ func (e *Executor) launchContainer(s *Step, cid string, spec StepSpec) (retErr e
 // its container and results file.
 func (r *containerRuntime) finishStep(c *libcontainer.Container, spec *StepSpec, cgPaths map[string]string, tasks []TaskResult, notice *os.File, multi bool) Result {
 	var res Result
-	if multi {
-		taskResults(&res, tasks)
-	} else if len(tasks) > 0 {
-		res.ExitCode, res.Signal = tasks[0].ExitCode, tasks[0].Signal
-	}
+	sumTasks(&res, tasks, multi)
 	// Each step's cgroup is its own and new (New removes leftovers), so
 	// every kill its counter shows happened in the step: reading it before
 	// the tasks start would race with a task killed at once.

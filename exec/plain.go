@@ -70,7 +70,6 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 	if err != nil {
 		return err
 	}
-	var tio *taskIO
 	if len(spec.Tasks) > 1 {
 		for _, t := range spec.Tasks {
 			if t.TTY {
@@ -81,150 +80,178 @@ func (e *Executor) launchPlain(s *Step, spec StepSpec) error {
 			}
 		}
 	}
-	if len(spec.Tasks) > 0 {
-		if tio, err = newTaskIO(spec.Tasks, spec.UID); err != nil {
-			io.removeCreated(&spec, groups, e.switchUser)
-			return fmt.Errorf("step %s: %w", spec.ID, err)
-		}
+	l := &plainLaunch{e: e, spec: &spec, groups: groups, io: io}
+	if l.tio, err = startTaskIO(&spec); err != nil {
+		io.removeCreated(&spec, groups, e.switchUser)
+		return err
 	}
-	command := func(argv, env []string, stdin, stdout, stderr *os.File, tty bool, pgid int) *osexec.Cmd {
-		cmd := &osexec.Cmd{
-			Path:        argv[0],
-			Args:        argv,
-			Env:         env,
-			Dir:         io.cwd,
-			Stdout:      stdout,
-			Stderr:      stderr,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: pgid},
-		}
-		if stdin != nil {
-			cmd.Stdin = stdin
-		}
-		if tty {
-			// A session of its own (so its group is its pid, the step's
-			// pgid), with the terminal as its controlling one.
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		}
-		if cmd.Env == nil {
-			cmd.Env = []string{} // never the daemon's own environment
-		}
-		if e.switchUser {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: groups}
-		}
-		return cmd
+	if err := l.startProcesses(); err != nil {
+		return err
 	}
-	// Every process of the step is in the first one's process group.
-	var cmds []*osexec.Cmd
-	pgid := 0
+	closeHandedIO(io, l.tio)
+	s.start = time.Now()
+	s.pid = l.pgid
+	if l.tio != nil {
+		s.inputs, s.ttys = l.tio.inputs, l.tio.ttys
+	}
+	k := &plainStep{pgid: l.pgid}
+	s.sig = k
+	go l.watch(s, k, sanitizeID(spec.ID))
+	return nil
+}
+
+// plainLaunch is a plain step on its way up and running: what
+// launchPlain's steps hand on to each other, and to its watcher.
+type plainLaunch struct {
+	e      *Executor
+	spec   *StepSpec
+	groups []uint32
+	io     *stepIO
+	tio    *taskIO // nil without Tasks
+	cmds   []*osexec.Cmd
+	pgid   int // the step's process group: its first process's pid
+}
+
+// startProcesses starts the step's command, or its tasks. Every process
+// of the step is in the first one's process group. On error nothing of
+// the step is left.
+func (l *plainLaunch) startProcesses() error {
+	spec, io, tio := l.spec, l.io, l.tio
 	n := max(len(spec.Tasks), 1)
 	for i := range n {
 		var cmd *osexec.Cmd
 		if tio == nil {
-			cmd = command(spec.Argv, spec.Env, nil, io.stdout, io.stderr, false, pgid)
+			cmd = l.command(spec.Argv, spec.Env, nil, io.stdout, io.stderr, false)
 		} else {
-			cmd = command(spec.Tasks[i].Argv, spec.Tasks[i].Env, tio.stdin[i], tio.stdout[i], tio.stderr[i], spec.Tasks[i].TTY, pgid)
+			cmd = l.command(spec.Tasks[i].Argv, spec.Tasks[i].Env, tio.stdin[i], tio.stdout[i], tio.stderr[i], spec.Tasks[i].TTY)
 		}
 		if err := cmd.Start(); err != nil {
-			if pgid != 0 {
-				_ = unix.Kill(-pgid, unix.SIGKILL)
-				for _, c := range cmds {
-					_ = c.Wait()
-				}
-				_ = reapGroup(pgid)
-			}
-			if tio != nil {
-				tio.closeWriters()
-				for k := range cmds {
-					tio.wait(k)
-				}
-				tio.closeInputs()
-			}
-			io.removeCreated(&spec, groups, e.switchUser)
+			l.abandon()
 			return fmt.Errorf("step %s: %w", spec.ID, err)
 		}
 		if i == 0 {
-			pgid = cmd.Process.Pid
+			l.pgid = cmd.Process.Pid
 		}
-		cmds = append(cmds, cmd)
+		l.cmds = append(l.cmds, cmd)
 	}
-	io.close()
-	if tio != nil {
-		tio.closeWriters()
-	}
-	s.start = time.Now()
-	s.pid = pgid
-	if tio != nil {
-		s.inputs, s.ttys = tio.inputs, tio.ttys
-	}
-	k := &plainStep{pgid: pgid}
-	s.sig = k
-	key := sanitizeID(spec.ID)
-
-	go func() {
-		results := make([]TaskResult, len(cmds))
-		var exited, ended sync.WaitGroup
-		for i, cmd := range cmds {
-			exited.Add(1)
-			ended.Add(1)
-			go func() {
-				defer ended.Done()
-				// Wait for the exit without reaping: while a process is a
-				// zombie its pid cannot be reused, so the group's id (the
-				// first process's pid) stays the step's and signalling the
-				// group cannot hit anybody else.
-				var info unix.Siginfo
-				for {
-					err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-					if err != unix.EINTR {
-						break
-					}
-				}
-				results[i] = siginfoExit(&info)
-				exited.Done()
-				if tio != nil {
-					tio.wait(i)
-					if spec.OnTaskEnd != nil {
-						spec.OnTaskEnd(i, results[i])
-					}
-				}
-			}()
-		}
-		exited.Wait()
-		end := time.Now()
-		k.end()
-		_ = unix.Kill(-k.pgid, unix.SIGKILL)
-		var res Result
-		for i, cmd := range cmds {
-			werr := cmd.Wait()
-			res.Usage.add(rusageOf(cmd.ProcessState))
-			if i == 0 && tio == nil {
-				r := exitResult(cmd.ProcessState)
-				results[0] = TaskResult{ExitCode: r.ExitCode, Signal: r.Signal}
-			}
-			if cmd.ProcessState == nil && werr != nil && res.Err == nil {
-				res.Err = fmt.Errorf("wait for step %s: %w", spec.ID, werr)
-			}
-		}
-		if err := reapGroup(k.pgid); err != nil && res.Err == nil {
-			res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
-		}
-		if tio != nil {
-			tio.drain(outputGrace)
-		}
-		ended.Wait()
-		if tio != nil {
-			tio.closeInputs()
-		}
-		if tio == nil {
-			res.ExitCode, res.Signal = results[0].ExitCode, results[0].Signal
-		} else {
-			taskResults(&res, results)
-		}
-		res.Start, res.End = s.start, end
-		e.forget(key, s)
-		s.finish(res)
-	}()
 	return nil
+}
+
+// command is one process of the step, in its process group (l.pgid; 0
+// for the first, which makes it).
+func (l *plainLaunch) command(argv, env []string, stdin, stdout, stderr *os.File, tty bool) *osexec.Cmd {
+	cmd := &osexec.Cmd{
+		Path:        argv[0],
+		Args:        argv,
+		Env:         env,
+		Dir:         l.io.cwd,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: l.pgid},
+	}
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	if tty {
+		// A session of its own (so its group is its pid, the step's
+		// pgid), with the terminal as its controlling one.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
+	if cmd.Env == nil {
+		cmd.Env = []string{} // never the daemon's own environment
+	}
+	if l.e.switchUser {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: l.spec.UID, Gid: l.spec.GID, Groups: l.groups}
+	}
+	return cmd
+}
+
+// abandon undoes a launch that could not start all of the step's
+// processes: those started are killed and reaped, the tasks' pipes closed
+// and the files the step created removed.
+func (l *plainLaunch) abandon() {
+	if l.pgid != 0 {
+		_ = unix.Kill(-l.pgid, unix.SIGKILL)
+		for _, c := range l.cmds {
+			_ = c.Wait()
+		}
+		_ = reapGroup(l.pgid)
+	}
+	if l.tio != nil {
+		l.tio.closeWriters()
+		for k := range l.cmds {
+			l.tio.wait(k)
+		}
+		l.tio.closeInputs()
+	}
+	l.io.removeCreated(l.spec, l.groups, l.e.switchUser)
+}
+
+// watch waits for the step's processes to end, then kills what is left of
+// its group and finishes the step (key: its place in the active table).
+func (l *plainLaunch) watch(s *Step, k *plainStep, key string) {
+	spec, tio := l.spec, l.tio
+	results := make([]TaskResult, len(l.cmds))
+	var exited, ended sync.WaitGroup
+	for i, cmd := range l.cmds {
+		exited.Add(1)
+		ended.Add(1)
+		go func() {
+			defer ended.Done()
+			results[i] = waitExited(cmd.Process.Pid)
+			exited.Done()
+			if tio != nil {
+				tio.reportEnd(spec, i, results[i])
+			}
+		}()
+	}
+	exited.Wait()
+	end := time.Now()
+	k.end()
+	_ = unix.Kill(-k.pgid, unix.SIGKILL)
+	res := l.reap(results)
+	settleTasks(tio, &ended)
+	sumTasks(&res, results, tio != nil)
+	res.Start, res.End = s.start, end
+	l.e.forget(key, s)
+	s.finish(res)
+}
+
+// waitExited waits for the exit of process pid without reaping it: while
+// a process is a zombie its pid cannot be reused, so the group's id (the
+// first process's pid) stays the step's and signalling the group cannot
+// hit anybody else.
+func waitExited(pid int) TaskResult {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	return siginfoExit(&info)
+}
+
+// reap reaps the step's processes, and then what is left of its group:
+// their resource usage and the errors of doing so. A step without Tasks
+// takes its exit from its process's wait status (results[0]).
+func (l *plainLaunch) reap(results []TaskResult) Result {
+	var res Result
+	for i, cmd := range l.cmds {
+		werr := cmd.Wait()
+		res.Usage.add(rusageOf(cmd.ProcessState))
+		if i == 0 && l.tio == nil {
+			r := exitResult(cmd.ProcessState)
+			results[0] = TaskResult{ExitCode: r.ExitCode, Signal: r.Signal}
+		}
+		if cmd.ProcessState == nil && werr != nil && res.Err == nil {
+			res.Err = fmt.Errorf("wait for step %s: %w", l.spec.ID, werr)
+		}
+	}
+	if err := reapGroup(l.pgid); err != nil && res.Err == nil {
+		res.Err = fmt.Errorf("clean up step %s: %w", l.spec.ID, err)
+	}
+	return res
 }
 
 // reapGroup kills what is left of a process group and waits until it is

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"hpc/cluster/hostlist"
+	"hpc/internal/words"
 )
 
 // GresDevice is one gres.conf device line, expanded per node: the devices
@@ -60,8 +61,8 @@ func fileErr(file string) func(int, string, ...any) error {
 
 // keyValues splits a logical line into lowercased keys and values.
 func keyValues(n int, text string, errf func(int, string, ...any) error) (map[string]string, error) {
-	ws, ok := words(text)
-	if !ok {
+	ws, unterminated := words.Split(text, lineWords)
+	if unterminated {
 		return nil, errf(n, "unterminated double quote")
 	}
 	kv := map[string]string{}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"hpc/cluster/hostlist"
+	"hpc/internal/words"
 )
 
 // ParseError is a configuration error; Line is 0 when the problem is not on
@@ -158,37 +159,13 @@ func stripComment(s string) string {
 	return b.String()
 }
 
-// words splits a logical line at whitespace outside double quotes.
-func words(s string) ([]string, bool) {
-	var out []string
-	var cur strings.Builder
-	inWord, quoted := false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"':
-			quoted = !quoted
-			inWord = true
-		case !quoted && (c == ' ' || c == '\t' || c == '\r'):
-			if inWord {
-				out = append(out, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		out = append(out, cur.String())
-	}
-	return out, !quoted
-}
+// lineWords is how a logical line splits into words: at whitespace
+// outside double quotes.
+var lineWords = words.Options{Space: func(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }}
 
 func (p *parser) line(n int, text string) error {
-	ws, ok := words(text)
-	if !ok {
+	ws, unterminated := words.Split(text, lineWords)
+	if unterminated {
 		return p.errf(n, "unterminated double quote")
 	}
 	if len(ws) == 0 {

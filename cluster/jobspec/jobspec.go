@@ -13,6 +13,7 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/internal/words"
 )
 
 // Options is a parsed sbatch command line, or (from Resolve) the command
@@ -92,8 +93,8 @@ func ParseArgs(args []string) (*Options, error) {
 // parseWords runs getopt_long over words with sbatch's table, calling apply
 // for each option, and returns the words left after the options. Getopt's
 // own errors become *UsageError with sbatch's "Try" line.
-func parseWords(words []string, apply func(*option, string) error) ([]string, error) {
-	rest, err := sbatchGetopt.Parse(words, func(o *Opt, val string, _ bool) error {
+func parseWords(args []string, apply func(*option, string) error) ([]string, error) {
+	rest, err := sbatchGetopt.Parse(args, func(o *Opt, val string, _ bool) error {
 		return apply(byLong[o.Long], val)
 	})
 	var ge *GetoptError
@@ -128,7 +129,7 @@ func directives(script []byte) []directive {
 	for n, line := range bytes.Split(script, []byte("\n")) {
 		text := strings.TrimSuffix(string(line), "\r")
 		if rest, ok := strings.CutPrefix(text, "#SBATCH"); ok && (rest == "" || isSpace(rest[0])) {
-			if ws := splitDirective(rest); len(ws) > 0 {
+			if ws, _ := words.Split(rest, directiveWords); len(ws) > 0 {
 				out = append(out, directive{line: n + 1, words: ws})
 			}
 			continue
@@ -146,42 +147,10 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'
 }
 
-// splitDirective splits the text after "#SBATCH" into words.
-func splitDirective(s string) []string {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			} else {
-				cur.WriteByte(c)
-			}
-		case c == '\'' || c == '"':
-			quote = c
-			inWord = true
-		case isSpace(c):
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '#' && !inWord:
-			return words // inline comment
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord { // an unterminated quote runs to the end of the line
-		words = append(words, cur.String())
-	}
-	return words
-}
+// directiveWords is how the text after "#SBATCH" splits into words: single
+// and double quotes, '#' at the start of a word begins an inline comment,
+// and an unterminated quote runs to the end of the line.
+var directiveWords = words.Options{Space: isSpace, SingleQuotes: true, Comment: '#'}
 
 // Input is what Resolve needs from the submitting process.
 type Input struct {
