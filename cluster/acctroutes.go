@@ -6,6 +6,7 @@ import (
 	"hpc/cluster/acct"
 	"hpc/cluster/api"
 	"hpc/cluster/fsm"
+	"hpc/cluster/peer"
 	"net/http"
 )
 
@@ -27,13 +28,13 @@ func (d *Daemon) acctCluster() api.AcctCluster {
 // slurmRPCVersion is the RPC column Slurm 22.05 prints in show cluster.
 const slurmRPCVersion = 9728
 
-func (d *Daemon) handleAcctmgrShow(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleAcctmgrShow(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var out api.AcctmgrState
 	d.fsm.View(func(st *fsm.State) { out = st.Acct.View(d.acctCluster()) })
 	writeJSON(w, out)
 }
 
-func (d *Daemon) handleAcctmgrChange(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleAcctmgrChange(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.AcctmgrRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})

@@ -21,6 +21,7 @@ import (
 
 	"hpc/cluster/acct"
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 )
 
 // EnforcePartLimits at submit: ALL refuses a job that exceeds any
@@ -68,7 +69,7 @@ func startAcctNode(t *testing.T) (*Daemon, *api.Client) {
 
 // serveAs sends a request to the daemon's API as the given identity, as
 // the unix socket would after reading peer credentials.
-func serveAs(d *Daemon, id Identity, method, path string, body any) (int, []byte) {
+func serveAs(d *Daemon, id peer.Identity, method, path string, body any) (int, []byte) {
 	mux := http.NewServeMux()
 	d.registerAcctRoutes(mux)
 	var rd io.Reader
@@ -77,7 +78,7 @@ func serveAs(d *Daemon, id Identity, method, path string, body any) (int, []byte
 		rd = strings.NewReader(string(b))
 	}
 	req := httptest.NewRequest(method, path, rd)
-	req = req.WithContext(context.WithValue(req.Context(), identityKey{}, id))
+	req = req.WithContext(peer.WithIdentity(req.Context(), id))
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.Bytes()
@@ -112,7 +113,7 @@ func TestAcctmgrAPI(t *testing.T) {
 	}
 
 	// An unprivileged identity may show but not change.
-	nobody := Identity{UID: 65534, GID: 65534, User: "nobody", Group: "nogroup"}
+	nobody := peer.Identity{UID: 65534, GID: 65534, User: "nobody", Group: "nogroup"}
 	code, body := serveAs(d, nobody, http.MethodGet, "/api/acctmgr", nil)
 	if code != http.StatusOK || !strings.Contains(string(body), `"high"`) {
 		t.Errorf("show as nobody: %d %s", code, body)

@@ -236,7 +236,7 @@ func (d *Daemon) jobEnded(j *api.Job, e api.JobEnd) {
 		addr, err := d.localAPI()
 		if err == nil {
 			ctx, cancel := context.WithTimeout(d.ctx, 15*time.Second)
-			err = d.callNode(ctx, addr, "/internal/job-end", e, nil)
+			err = d.peers.CallNode(ctx, addr, "/internal/job-end", e, nil)
 			cancel()
 		}
 		if err == nil {

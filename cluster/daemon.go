@@ -25,6 +25,7 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 	"hpc/cluster/fsm"
+	"hpc/cluster/peer"
 	"hpc/exec"
 )
 
@@ -76,6 +77,7 @@ type Daemon struct {
 	exec  *exec.Executor
 	kick  chan struct{}
 	http  *http.Client
+	peers *peer.Caller // signed calls to the nodes' APIs
 	srvs  []*http.Server
 	steps *stepTable
 	view  *schedView
@@ -119,6 +121,7 @@ func Start(o Options) (*Daemon, error) {
 		steps: newStepTable(),
 		view:  newSchedView(),
 	}
+	d.peers = &peer.Caller{Key: o.Key, Config: cfg, HTTP: d.http}
 	ok := false
 	defer func() {
 		if !ok {
@@ -262,7 +265,7 @@ func (d *Daemon) startGossip() error {
 	mc.AdvertiseAddr = d.self.Addr
 	mc.AdvertisePort = d.cfg.GossipPort
 	mc.LogOutput = io.Discard
-	mc.SecretKey = gossipKey(d.o.Key)
+	mc.SecretKey = peer.GossipKey(d.o.Key)
 	meta, _ := json.Marshal(nodeMeta{API: d.addr(d.cfg.APIPort), Ctl: d.raft != nil, Mode: d.exec.Mode()})
 	mc.Delegate = &gossipDelegate{meta: meta}
 	mc.Events = gossipEvents{d}

@@ -21,6 +21,7 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/cluster/peer"
 	"hpc/exec"
 )
 
@@ -118,7 +119,7 @@ func TestDaemonSurvivesGarbage(t *testing.T) {
 	// A signed node request cannot pose as a user request either.
 	body := []byte(`{"job_id":1}`)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/cancel", bytes.NewReader(body))
-	sign([]byte("some other cluster's key, 32 by!"), req, Identity{UID: 0}, body)
+	peer.Sign([]byte("some other cluster's key, 32 by!"), req, peer.Identity{UID: 0}, body)
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusUnauthorized {

@@ -1,15 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"net"
-	"net/http"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"hpc/cluster/api"
@@ -339,73 +333,16 @@ func (d *Daemon) defMemPerCPU() int64 {
 	return 0
 }
 
-// nodeAPI is a node's API address.
-func (d *Daemon) nodeAPI(name string) (string, error) {
-	n := d.cfg.Node(name)
-	if n == nil {
-		return "", fmt.Errorf("unknown node %s", name)
-	}
-	return net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.APIPort)), nil
-}
-
-// callNode sends a signed node-to-node request.
-func (d *Daemon) callNode(ctx context.Context, addr, path string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	sign(d.o.Key, req, Identity{Node: true}, body)
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e api.Error
-		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Message != "" {
-			return &e
-		}
-		return fmt.Errorf("%s: %s", path, resp.Status)
-	}
-	if out != nil {
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
-	return nil
-}
-
-// getNode sends a signed GET to another node and decodes its answer.
-func (d *Daemon) getNode(ctx context.Context, addr, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		return err
-	}
-	sign(d.o.Key, req, Identity{Node: true}, nil)
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", path, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
-}
-
 // launch asks the batch host's agent to start the job. If the agent cannot
 // start it, the job fails with the agent's reason.
 func (d *Daemon) launch(j *api.Job) {
 	if !d.runPrologs(j) { // prolog.go: failed prologs requeue the job
 		return
 	}
-	addr, err := d.nodeAPI(j.BatchHost)
+	addr, err := d.peers.API(j.BatchHost)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
-		err = d.callNode(ctx, addr, "/internal/launch", j, nil)
+		err = d.peers.CallNode(ctx, addr, "/internal/launch", j, nil)
 		cancel()
 	}
 	if err == nil {
@@ -428,13 +365,13 @@ func (d *Daemon) signalJob(j *api.Job, sig int) {
 
 // signalJobWait is signalJob that returns the node's answer.
 func (d *Daemon) signalJobWait(j *api.Job, sig int) error {
-	addr, err := d.nodeAPI(j.BatchHost)
+	addr, err := d.peers.API(j.BatchHost)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
-	return d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Start: j.StartTime}, nil)
+	return d.peers.CallNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Start: j.StartTime}, nil)
 }
 
 func (d *Daemon) killWait() time.Duration {

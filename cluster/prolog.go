@@ -16,6 +16,7 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/fsm"
 	"hpc/cluster/hostlist"
+	"hpc/cluster/peer"
 )
 
 // Prolog and Epilog (slurm.conf): each node of a job's allocation runs the
@@ -144,7 +145,7 @@ func (d *Daemon) drainSelf(reason string) error {
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
 	req := api.UpdateRequest{Nodes: []string{d.o.Name}, Set: map[string]string{"State": "DRAIN", "Reason": reason}}
-	return d.call(ctx, Identity{Node: true}, d.addr(d.cfg.APIPort), "/api/update", req, nil)
+	return d.peers.Call(ctx, peer.Identity{Node: true}, d.addr(d.cfg.APIPort), "/api/update", req, nil)
 }
 
 // onAllocNodes calls fn on each node of j's allocation at once and waits.
@@ -165,14 +166,14 @@ func (d *Daemon) nodeScript(phase, node string, j *api.Job) (scriptResult, error
 		}
 		return d.runEpilogHere(j), nil
 	}
-	addr, err := d.nodeAPI(node)
+	addr, err := d.peers.API(node)
 	if err != nil {
 		return scriptResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, d.scriptTimeout()+30*time.Second)
 	defer cancel()
 	var res scriptResult
-	err = d.callNode(ctx, addr, "/internal/launch?phase="+phase, j, &res)
+	err = d.peers.CallNode(ctx, addr, "/internal/launch?phase="+phase, j, &res)
 	return res, err
 }
 

@@ -148,7 +148,7 @@ func TestPrologNodeCall(t *testing.T) {
 	ctx := context.Background()
 	job := api.Job{ID: 42, UID: 1000, Spec: api.JobSpec{Partition: "debug"}, Alloc: []api.NodeAlloc{{Node: "node1"}}}
 	var res scriptResult
-	if err := d.callNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=prolog", job, &res); err != nil {
+	if err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=prolog", job, &res); err != nil {
 		t.Fatal(err)
 	}
 	if !res.Ran || res.Error != "" {
@@ -159,7 +159,7 @@ func TestPrologNodeCall(t *testing.T) {
 	}
 	job.ID = 43
 	res = scriptResult{}
-	if err := d.callNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=prolog", job, &res); err != nil {
+	if err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=prolog", job, &res); err != nil {
 		t.Fatal(err)
 	}
 	if !res.Ran || !strings.Contains(res.Error, "exit status 1") {
@@ -167,7 +167,7 @@ func TestPrologNodeCall(t *testing.T) {
 	}
 	// Epilog is not configured: nothing runs.
 	res = scriptResult{}
-	if err := d.callNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=epilog", job, &res); err != nil || res.Ran {
+	if err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=epilog", job, &res); err != nil || res.Ran {
 		t.Errorf("unconfigured epilog: %+v %v", res, err)
 	}
 }

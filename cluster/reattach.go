@@ -162,7 +162,7 @@ func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, 
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(d.ctx, 15*time.Second)
-		err := d.getNode(ctx, d.addr(d.cfg.APIPort), "/api/jobs", &jobs)
+		err := d.peers.Get(ctx, d.addr(d.cfg.APIPort), "/api/jobs", &jobs)
 		cancel()
 		if err == nil {
 			break

@@ -21,6 +21,7 @@ import (
 	"hpc/accounting"
 	"hpc/cluster/api"
 	"hpc/cluster/fsm"
+	"hpc/cluster/peer"
 )
 
 type bodyKey struct{}
@@ -63,11 +64,11 @@ func (d *Daemon) startServers() error {
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			id, err := peerIdentity(c)
+			id, err := peer.PeerIdentity(c)
 			if err != nil {
 				return ctx
 			}
-			return context.WithValue(ctx, identityKey{}, id)
+			return peer.WithIdentity(ctx, id)
 		},
 	}
 	tl, err := net.Listen("tcp", d.addr(d.cfg.APIPort))
@@ -77,14 +78,14 @@ func (d *Daemon) startServers() error {
 	}
 	tcpSrv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			id, body, err := verify(d.o.Key, r)
+			id, body, err := peer.Verify(d.o.Key, r)
 			if err != nil {
 				writeErr(w, http.StatusUnauthorized, err)
 				return
 			}
-			ctx := context.WithValue(r.Context(), identityKey{}, id)
+			ctx := peer.WithIdentity(r.Context(), id)
 			ctx = context.WithValue(ctx, bodyKey{}, body)
-			r.Body = newBody(body)
+			r.Body = peer.NewBody(body)
 			mux.ServeHTTP(w, r.WithContext(ctx))
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -103,20 +104,20 @@ func (d *Daemon) startServers() error {
 	return nil
 }
 
-type handler func(w http.ResponseWriter, r *http.Request, id Identity, body []byte)
+type handler func(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte)
 
 func requestBody(r *http.Request) ([]byte, error) {
 	if b, ok := r.Context().Value(bodyKey{}).([]byte); ok {
 		return b, nil
 	}
-	return io.ReadAll(io.LimitReader(r.Body, maxBody))
+	return io.ReadAll(io.LimitReader(r.Body, peer.MaxBody))
 }
 
 // leaderRoute runs h on the leader; elsewhere it forwards the request, with
 // the caller's identity, signed.
 func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := identityFrom(r.Context())
+		id, ok := peer.IdentityFrom(r.Context())
 		if !ok {
 			writeErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
 			return
@@ -135,7 +136,7 @@ func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
 // nodeRoute admits only signed node-to-node requests.
 func (d *Daemon) nodeRoute(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if id, ok := identityFrom(r.Context()); !ok || !id.Node {
+		if id, ok := peer.IdentityFrom(r.Context()); !ok || !id.Node {
 			writeErr(w, http.StatusForbidden, errors.New("node-to-node request refused"))
 			return
 		}
@@ -148,7 +149,7 @@ const hdrHops = "X-Hpc-Hops"
 // forward passes a request on to the leader and answers with its answer.
 // It returns false, answering nothing, if this node became the leader
 // meanwhile: the request is then its own to handle.
-func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id Identity, body []byte) bool {
+func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) bool {
 	hops, _ := strconv.Atoi(r.Header.Get(hdrHops))
 	if hops >= 3 {
 		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader})
@@ -169,7 +170,7 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id Identity, bo
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(hdrHops, strconv.Itoa(hops+1))
-	sign(d.o.Key, req, id, body)
+	peer.Sign(d.o.Key, req, id, body)
 	resp, err := d.http.Do(req)
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader, Detail: err.Error()})
@@ -235,7 +236,7 @@ func userErr(w http.ResponseWriter, err error) {
 	writeErr(w, http.StatusInternalServerError, err)
 }
 
-func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	job, err := d.newJob(id, body)
 	if err != nil {
 		userErr(w, err)
@@ -251,7 +252,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id Identit
 
 // handleTestOnly is sbatch --test-only: the job is checked as a submission
 // and the scheduler says when and where it would start; nothing is queued.
-func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	job, err := d.newJob(id, body)
 	if err != nil {
 		userErr(w, err)
@@ -279,7 +280,7 @@ func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id Ident
 // AccountingStorageEnforce=none, a user without an association may still
 // submit (with no account, QoS normal); a QoS that does not exist is
 // refused.
-func (d *Daemon) newJob(id Identity, body []byte) (*api.Job, error) {
+func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 	var req api.SubmitRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()}
@@ -305,7 +306,7 @@ func (d *Daemon) newJob(id Identity, body []byte) (*api.Job, error) {
 	return job, assocErr
 }
 
-func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var out api.JobsResponse
 	d.fsm.View(func(st *fsm.State) {
 		out.Jobs = make([]api.Job, 0, len(st.Jobs))
@@ -320,13 +321,13 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id Identity,
 	writeJSON(w, out)
 }
 
-func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var out api.NodesResponse
 	d.fsm.View(func(st *fsm.State) { out = nodesView(d.cfg, st) })
 	writeJSON(w, out)
 }
 
-func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.CancelRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
@@ -378,7 +379,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id Identit
 	writeJSON(w, out)
 }
 
-func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	q := r.URL.Query()
 	var f accounting.Filter
 	for _, s := range strings.Split(q.Get("jobs"), ",") {
@@ -445,7 +446,7 @@ func acctRow(row accounting.Row) api.AcctRow {
 
 // handleWait answers when the job has ended or after the timeout (a long
 // poll), so `--wait` hears of the end at once without polling the leader.
-func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	if j := d.pollJob(w, r, func(j *api.Job) bool { return j.State.Final() }); j != nil {
 		writeJSON(w, j)
 	}
@@ -492,7 +493,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		if addr, err := d.leaderAPI(); err == nil {
 			var cs api.Status
 			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-			if d.getNode(ctx, addr, "/api/status", &cs) == nil {
+			if d.peers.Get(ctx, addr, "/api/status", &cs) == nil {
 				st.Leader, st.LeaderAddr, st.Term, st.Voters = cs.Leader, cs.LeaderAddr, cs.Term, cs.Voters
 				st.CommitIndex, st.AppliedIdx = cs.CommitIndex, cs.AppliedIdx
 			}
@@ -545,7 +546,7 @@ func memberState(s memberlist.NodeStateType) string {
 	return "unknown"
 }
 
-func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var e api.JobEnd
 	if err := json.Unmarshal(body, &e); err != nil {
 		writeErr(w, http.StatusBadRequest, err)
@@ -560,7 +561,7 @@ func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id Identit
 
 // handleConfig returns the cluster's parsed config (scontrol show config).
 func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
-	if _, ok := identityFrom(r.Context()); !ok {
+	if _, ok := peer.IdentityFrom(r.Context()); !ok {
 		writeErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
 		return
 	}
@@ -569,7 +570,7 @@ func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
 
 // handleJobControl is scontrol hold, uhold, release and requeue. Users act
 // on their own jobs; only root sets or lifts an administrator's hold.
-func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.JobControlRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
@@ -617,7 +618,7 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id Ide
 }
 
 // handlePriority answers sprio from the leader's last scheduling pass.
-func (d *Daemon) handlePriority(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handlePriority(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	jobs := map[uint64]*api.Job{}
 	d.fsm.View(func(st *fsm.State) {
 		for jid, j := range st.Jobs {

@@ -9,6 +9,7 @@ import (
 	"hpc/accounting"
 	"hpc/cluster/api"
 	"hpc/cluster/fsm"
+	"hpc/cluster/peer"
 	"hpc/sched"
 )
 
@@ -75,12 +76,12 @@ func shareRows(in []sched.AssocShare) []api.ShareRow {
 	return out
 }
 
-func (d *Daemon) handleShare(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleShare(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	rows := sched.Shares(d.shareSnapshot(d.now()))
 	writeJSON(w, api.ShareResponse{Cluster: d.cfg.ClusterName, Rows: shareRows(rows)})
 }
 
-func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	q := r.URL.Query()
 	start, err1 := time.Parse(time.RFC3339, q.Get("start"))
 	end, err2 := time.Parse(time.RFC3339, q.Get("end"))

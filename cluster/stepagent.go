@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 	"hpc/exec"
 )
 
@@ -43,13 +44,13 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
 		return
 	}
-	out := newNDJSON(w)
+	out := peer.NewNDJSON(w)
 	first := 0
 	for _, n := range s.Tasks[:req.Node] {
 		first += n
 	}
 	n := s.Tasks[req.Node]
-	end := func(e nodeEnd) { _ = out.send(taskFrame{End: &e}) }
+	end := func(e nodeEnd) { _ = out.Send(taskFrame{End: &e}) }
 	tmp, scratch, err := d.jobRunStorage(j) // jobstorage.go
 	if err != nil {
 		end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
@@ -67,8 +68,8 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 			code = 13
 		}
 		for i := range n {
-			_ = out.send(taskFrame{Task: first + i, Stream: api.StreamStderr, Data: []byte("slurmstepd: error: " + msg + "\n")})
-			_ = out.send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: code}})
+			_ = out.Send(taskFrame{Task: first + i, Stream: api.StreamStderr, Data: []byte("slurmstepd: error: " + msg + "\n")})
+			_ = out.Send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: code}})
 		}
 		end(nodeEnd{})
 	}
@@ -222,7 +223,7 @@ func (d *Daemon) handleStepAttach(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
 		return
 	}
-	ts.relay.serve(newNDJSON(w), r.Context().Done())
+	ts.relay.serve(peer.NewNDJSON(w), r.Context().Done())
 }
 
 // lookPath finds the program of a task as execvp would with the task's
@@ -336,10 +337,10 @@ func (d *Daemon) signalJobSteps(j *api.Job, sig int) {
 	var wg sync.WaitGroup
 	for _, a := range j.Alloc {
 		wg.Go(func() {
-			addr, err := d.nodeAPI(a.Node)
+			addr, err := d.peers.API(a.Node)
 			if err == nil {
 				ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
-				err = d.callNode(ctx, addr, "/internal/job/signal", jobRef{JobID: j.ID, Start: j.StartTime, Signal: sig}, nil)
+				err = d.peers.CallNode(ctx, addr, "/internal/job/signal", jobRef{JobID: j.ID, Start: j.StartTime, Signal: sig}, nil)
 				cancel()
 			}
 			if err != nil {
@@ -393,10 +394,10 @@ func (d *Daemon) cleanupJob(j *api.Job) {
 		}
 		wg.Go(func() {
 			for try := range 5 {
-				addr, err := d.nodeAPI(a.Node)
+				addr, err := d.peers.API(a.Node)
 				if err == nil {
 					ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
-					err = d.callNode(ctx, addr, "/internal/job/cleanup", jobRef{JobID: j.ID, Start: j.StartTime}, nil)
+					err = d.peers.CallNode(ctx, addr, "/internal/job/cleanup", jobRef{JobID: j.ID, Start: j.StartTime}, nil)
 					cancel()
 				}
 				if err == nil || d.ctx.Err() != nil {

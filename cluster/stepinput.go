@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 	"hpc/exec"
 )
 
@@ -57,7 +58,7 @@ func (l *launch) inputNodes(resize bool) []string {
 }
 
 // handleStepInput passes a piece of srun's input on to its step's nodes.
-func (d *Daemon) handleStepInput(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleStepInput(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var in api.StepInput
 	if err := json.Unmarshal(body, &in); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
@@ -71,10 +72,10 @@ func (d *Daemon) handleStepInput(w http.ResponseWriter, r *http.Request, id Iden
 	errs := make([]error, len(l.nodes))
 	for i, n := range l.inputNodes(in.Resize) {
 		wg.Go(func() {
-			addr, err := d.nodeAPI(n)
+			addr, err := d.peers.API(n)
 			if err == nil {
 				ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
-				err = d.callNode(ctx, addr, "/internal/step/input", in, nil)
+				err = d.peers.CallNode(ctx, addr, "/internal/step/input", in, nil)
 				cancel()
 			}
 			errs[i] = err

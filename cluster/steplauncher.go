@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 )
 
 // The launcher: the node srun talks to. It creates the step through the
@@ -23,7 +24,7 @@ import (
 // handleStepRun runs a step for srun: creates it through the leader,
 // launches its tasks on every node of it, streams their output back as
 // StepEvents and commits its end.
-func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.StepRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Argv) == 0 {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
@@ -34,7 +35,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 		path = "/api/step/find" // srun's step, whose launcher was restarted
 	}
 	var created stepCreated
-	if err := d.call(r.Context(), id, d.addr(d.cfg.APIPort), path, stepCreateRequest{StepRequest: req, Launcher: d.o.Name}, &created); err != nil {
+	if err := d.peers.Call(r.Context(), id, d.addr(d.cfg.APIPort), path, stepCreateRequest{StepRequest: req, Launcher: d.o.Name}, &created); err != nil {
 		userErr(w, err)
 		return
 	}
@@ -54,17 +55,17 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 	defer unlist()
 
 	port := 10000 + int(j.ID%50000)
-	if addr, err := d.nodeAPI(s.Nodes[0]); err == nil && !req.Attach {
+	if addr, err := d.peers.API(s.Nodes[0]); err == nil && !req.Attach {
 		var pr portReply
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-		if d.call(ctx, Identity{Node: true}, addr, "/internal/step/port", jobRef{JobID: j.ID}, &pr) == nil && pr.Port > 0 {
+		if d.peers.Call(ctx, peer.Identity{Node: true}, addr, "/internal/step/port", jobRef{JobID: j.ID}, &pr) == nil && pr.Port > 0 {
 			port = pr.Port
 		}
 		cancel()
 	}
 
-	out := newNDJSON(w)
-	_ = out.send(api.StepEvent{Step: &s, Warning: created.Warning})
+	out := peer.NewNDJSON(w)
+	_ = out.Send(api.StepEvent{Step: &s, Warning: created.Warning})
 	ends := make([]nodeEnd, len(s.Nodes))
 	exits := make([][]api.TaskExit, len(s.Nodes))
 	// The tasks outlive srun's request by the little it takes to kill
@@ -141,7 +142,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 		done.State = j.StepEndState(report)
 	}
 	unlist() // the step is over before srun hears so
-	_ = out.send(api.StepEvent{Done: done})
+	_ = out.Send(api.StepEvent{Done: done})
 }
 
 // runOnNode launches a step's tasks on one node (or, with attach, takes
@@ -149,7 +150,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id Identi
 // out until the node reports its end. If the node's stream breaks (its
 // daemon was restarted), it attaches to the step again, as long as the
 // node keeps the step waiting for it (stepAttachWait).
-func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchRequest, out *ndjson, attach bool) ([]api.TaskExit, nodeEnd) {
+func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchRequest, out *peer.NDJSON, attach bool) ([]api.TaskExit, nodeEnd) {
 	failed := func(err error) nodeEnd {
 		return nodeEnd{Error: fmt.Sprintf("Task launch for StepId=%d.%d failed on node %s: %v", lr.Job.ID, lr.Step.ID, node, err)}
 	}
@@ -168,7 +169,7 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchReques
 			if d.keepSteps.Load() {
 				break // srun gets them from the daemon it attaches to next
 			}
-			_ = out.send(api.StepEvent{Exit: &xs[k]})
+			_ = out.Send(api.StepEvent{Exit: &xs[k]})
 		}
 		if ctx.Err() != nil {
 			return xs, nodeEnd{Cancelled: true}
@@ -184,11 +185,11 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchReques
 		if attach {
 			path = "/internal/step/attach"
 		}
-		addr, err := d.nodeAPI(node)
+		addr, err := d.peers.API(node)
 		var resp *http.Response
 		if err == nil {
 			// No overall timeout: the answer lasts as long as the tasks run.
-			resp, err = d.post(ctx, Identity{Node: true}, addr, path, lr, &http.Client{})
+			resp, err = d.peers.Post(ctx, peer.Identity{Node: true}, addr, path, lr, &http.Client{})
 		}
 		if err != nil {
 			var ae *api.Error
@@ -217,7 +218,7 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchReques
 				if end.OOM && (xs[k].Signal != 0 || xs[k].ExitCode != 0) {
 					xs[k].ExitCode, xs[k].Signal = 0, api.SigOOM
 				}
-				_ = out.send(api.StepEvent{Exit: &xs[k]})
+				_ = out.Send(api.StepEvent{Exit: &xs[k]})
 			}
 			return xs, *end
 		}
@@ -234,7 +235,7 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchReques
 
 // relayNode reads a node's stream of a step: output goes on to out, task
 // ends into exits, until the node's end (returned) or the stream's.
-func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *ndjson) (*nodeEnd, error) {
+func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *peer.NDJSON) (*nodeEnd, error) {
 	dec := json.NewDecoder(body)
 	for {
 		var f taskFrame
@@ -250,7 +251,7 @@ func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *ndjs
 		case f.Exit != nil:
 			exits[f.Exit.Task] = *f.Exit
 		case f.Stream != 0:
-			_ = out.send(api.StepEvent{Task: f.Task, Stream: f.Stream, Data: f.Data})
+			_ = out.Send(api.StepEvent{Task: f.Task, Stream: f.Stream, Data: f.Data})
 		}
 	}
 }
@@ -263,7 +264,7 @@ func (d *Daemon) commitStepEnd(jobID uint64, s api.Step) (api.Step, error) {
 	for {
 		var got api.Step
 		ctx, cancel := context.WithTimeout(d.ctx, 15*time.Second)
-		err := d.callNode(ctx, d.addr(d.cfg.APIPort), "/internal/step/end", stepEndReport{JobID: jobID, Step: s}, &got)
+		err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/step/end", stepEndReport{JobID: jobID, Step: s}, &got)
 		cancel()
 		if err == nil {
 			return got, nil
@@ -279,7 +280,7 @@ func (d *Daemon) commitStepEnd(jobID uint64, s api.Step) (api.Step, error) {
 
 // handleStepSignal forwards srun's signal to the nodes of its step; 9
 // kills the step (SIGTERM and SIGKILL at once), which then ends CANCELLED.
-func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.StepSignalRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
@@ -298,7 +299,7 @@ func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id Ide
 
 // ownLaunch returns the step this node runs for srun if the caller may act
 // on it; otherwise it answers with the error and returns nil.
-func (d *Daemon) ownLaunch(w http.ResponseWriter, id Identity, job uint64, step uint32) *launch {
+func (d *Daemon) ownLaunch(w http.ResponseWriter, id peer.Identity, job uint64, step uint32) *launch {
 	d.steps.mu.Lock()
 	l := d.steps.launches[stepKey{job, step}]
 	d.steps.mu.Unlock()
@@ -318,10 +319,10 @@ func (d *Daemon) signalStep(ctx context.Context, nodes []string, req api.StepSig
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		wg.Go(func() {
-			addr, err := d.nodeAPI(n)
+			addr, err := d.peers.API(n)
 			if err == nil {
 				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				err = d.callNode(cctx, addr, "/internal/step/signal", req, nil)
+				err = d.peers.CallNode(cctx, addr, "/internal/step/signal", req, nil)
 				cancel()
 			}
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/fsm"
+	"hpc/cluster/peer"
 )
 
 // The leader's side of steps: creating and ending them, and the
@@ -15,7 +16,7 @@ import (
 
 // handleStepCreate checks a step request against its job, places its tasks
 // and commits the step.
-func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req stepCreateRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Argv) == 0 {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
@@ -57,7 +58,7 @@ func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id Ide
 
 // callersJob returns a job the caller may act on (root, or its owner); if
 // there is none, it answers with the error and returns nil.
-func (d *Daemon) callersJob(w http.ResponseWriter, id Identity, jobID uint64) *api.Job {
+func (d *Daemon) callersJob(w http.ResponseWriter, id peer.Identity, jobID uint64) *api.Job {
 	j, _ := d.fsm.Job(jobID)
 	switch {
 	case j == nil:
@@ -72,7 +73,7 @@ func (d *Daemon) callersJob(w http.ResponseWriter, id Identity, jobID uint64) *a
 
 // handleStepFind answers a launcher that attaches to a running step of
 // its srun (api.StepRequest.Attach) with the step and its job.
-func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req stepCreateRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
@@ -91,7 +92,7 @@ func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id Ident
 }
 
 // handleStepEnd commits a step's end and answers with the step as recorded.
-func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var rep stepEndReport
 	if err := json.Unmarshal(body, &rep); err != nil {
 		writeErr(w, http.StatusBadRequest, err)
@@ -111,7 +112,7 @@ func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id Identi
 
 // handleAllocWait answers once the job has left PENDING, or after the
 // timeout (a long poll), with its allocation's environment when it runs.
-func (d *Daemon) handleAllocWait(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleAllocWait(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	mine := func(j *api.Job) bool { return id.UID == 0 || id.UID == j.UID }
 	j := d.pollJob(w, r, func(j *api.Job) bool { return j.State != api.StatePending || !mine(j) }) // server.go
 	switch {
@@ -128,7 +129,7 @@ func (d *Daemon) handleAllocWait(w http.ResponseWriter, r *http.Request, id Iden
 // handleRelease ends an allocation salloc or srun made: a pending one is
 // cancelled; a running one's holder ends, and the job with the status the
 // client gave.
-func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.ReleaseRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
@@ -152,9 +153,9 @@ func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id Identi
 		writeJSON(w, struct{}{})
 		return
 	}
-	addr, err := d.nodeAPI(j.BatchHost)
+	addr, err := d.peers.API(j.BatchHost)
 	if err == nil {
-		err = d.callNode(r.Context(), addr, "/internal/job/release", req, nil)
+		err = d.peers.CallNode(r.Context(), addr, "/internal/job/release", req, nil)
 	}
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, err)

@@ -1,11 +1,11 @@
 package cluster
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 )
 
 // A step's share on a node outlives the connection that carries it to its
@@ -24,14 +24,11 @@ func (d *Daemon) stepAttachWait() time.Duration {
 	return max(time.Duration(d.cfg.SlurmdTimeout)*time.Second, time.Minute)
 }
 
-// errDetached ends the writes to a stream whose launcher has gone.
-var errDetached = errors.New("the launcher went away")
-
 type stepRelay struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
-	out   *ndjson // the attached launcher's stream; nil while none
-	gone  bool    // nobody came back: everything is dropped
+	out   *peer.NDJSON // the attached launcher's stream; nil while none
+	gone  bool         // nobody came back: everything is dropped
 	exits map[int]api.TaskExit
 	end   *nodeEnd
 	// delivered is closed once the end has reached a launcher (or been
@@ -83,14 +80,14 @@ func (r *stepRelay) giveUp() {
 // attach makes out the relay's stream: the task ends so far and the end,
 // if the share has ended, are sent on it again. It returns false if the
 // relay gave up.
-func (r *stepRelay) attach(out *ndjson) bool {
+func (r *stepRelay) attach(out *peer.NDJSON) bool {
 	r.mu.Lock()
 	if r.gone {
 		r.mu.Unlock()
 		return false
 	}
 	if r.out != nil {
-		r.out.close() // a stream the launcher left for this one
+		r.out.Close() // a stream the launcher left for this one
 	}
 	r.out = out
 	r.timer.Stop()
@@ -102,7 +99,7 @@ func (r *stepRelay) attach(out *ndjson) bool {
 	r.cond.Broadcast()
 	r.mu.Unlock()
 	for i := range exits {
-		if out.send(taskFrame{Exit: &exits[i]}) != nil {
+		if out.Send(taskFrame{Exit: &exits[i]}) != nil {
 			return true // detached again: the next launcher gets them
 		}
 	}
@@ -114,8 +111,8 @@ func (r *stepRelay) attach(out *ndjson) bool {
 
 // detach forgets out, a stream whose launcher went away, and starts
 // waiting for the next.
-func (r *stepRelay) detach(out *ndjson) {
-	out.close()
+func (r *stepRelay) detach(out *peer.NDJSON) {
+	out.Close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.out == out {
@@ -155,7 +152,7 @@ func (r *stepRelay) send(f taskFrame) {
 		}
 		out, gone := r.out, r.gone
 		r.mu.Unlock()
-		if gone || out == nil || out.send(f) == nil {
+		if gone || out == nil || out.Send(f) == nil {
 			return // nobody is to have it
 		}
 		r.detach(out)
@@ -186,8 +183,8 @@ func (r *stepRelay) finish(e nodeEnd) {
 }
 
 // sendEnd sends the end on out; once it is through, the share is over.
-func (r *stepRelay) sendEnd(out *ndjson, e *nodeEnd) {
-	if out.send(taskFrame{End: e}) != nil {
+func (r *stepRelay) sendEnd(out *peer.NDJSON, e *nodeEnd) {
+	if out.Send(taskFrame{End: e}) != nil {
 		r.detach(out)
 		return
 	}
@@ -198,14 +195,14 @@ func (r *stepRelay) sendEnd(out *ndjson, e *nodeEnd) {
 
 // serve attaches a launcher's request to the relay and answers it until
 // the share is over or the launcher goes away.
-func (r *stepRelay) serve(out *ndjson, done <-chan struct{}) {
+func (r *stepRelay) serve(out *peer.NDJSON, done <-chan struct{}) {
 	if !r.attach(out) {
-		_ = out.send(taskFrame{End: &nodeEnd{Error: "the step was ended: its launcher did not come back in time"}})
+		_ = out.Send(taskFrame{End: &nodeEnd{Error: "the step was ended: its launcher did not come back in time"}})
 		return
 	}
 	select {
 	case <-r.delivered:
-		out.close()
+		out.Close()
 	case <-done:
 		r.detach(out)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 )
 
 // relayStream is a launcher's stream from a relay: an HTTP answer read
@@ -27,7 +28,7 @@ func streamFrom(t *testing.T, rel *stepRelay) *relayStream {
 	s := &relayStream{frames: make(chan taskFrame, 100), done: make(chan struct{}), closed: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(s.closed)
-		rel.serve(newNDJSON(w), s.done)
+		rel.serve(peer.NewNDJSON(w), s.done)
 	}))
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL)
@@ -154,7 +155,7 @@ func TestStepRelayOverStaysOver(t *testing.T) {
 		t.Fatalf("end frame %+v", f)
 	}
 	<-rel.delivered
-	out := newNDJSON(httptest.NewRecorder())
+	out := peer.NewNDJSON(httptest.NewRecorder())
 	rel.mu.Lock()
 	rel.out = out // a stream a late write still had
 	rel.mu.Unlock()

@@ -1,12 +1,6 @@
 package cluster
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,86 +93,3 @@ type (
 		Step  api.Step `json:"step"`
 	}
 )
-
-// ndjson writes a streamed answer, one JSON value a line, each flushed at
-// once. Safe for concurrent use; after the first failed write it drops
-// everything.
-type ndjson struct {
-	mu  sync.Mutex
-	enc *json.Encoder
-	fl  http.Flusher
-	err error
-}
-
-func newNDJSON(w http.ResponseWriter) *ndjson {
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	n := &ndjson{enc: json.NewEncoder(w), fl: fl}
-	if fl != nil {
-		fl.Flush()
-	}
-	return n
-}
-
-// close ends the stream for its writers: sends fail from now on (one in
-// progress finishes first).
-func (n *ndjson) close() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.err == nil {
-		n.err = errDetached
-	}
-}
-
-func (n *ndjson) send(v any) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.err != nil {
-		return n.err
-	}
-	if n.err = n.enc.Encode(v); n.err == nil && n.fl != nil {
-		n.fl.Flush()
-	}
-	return n.err
-}
-
-// call sends a signed request to a node's API on behalf of id.
-func (d *Daemon) call(ctx context.Context, id Identity, addr, path string, in, out any) error {
-	resp, err := d.post(ctx, id, addr, path, in, d.http)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
-	return nil
-}
-
-// post sends a signed POST and returns the answer if its status is 200.
-func (d *Daemon) post(ctx context.Context, id Identity, addr, path string, in any, hc *http.Client) (*http.Response, error) {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	sign(d.o.Key, req, id, body)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		var e api.Error
-		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Message != "" {
-			return nil, &e
-		}
-		return nil, fmt.Errorf("%s: %s", path, resp.Status)
-	}
-	return resp, nil
-}

@@ -6,6 +6,7 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/hostlist"
+	"hpc/cluster/peer"
 )
 
 // Steps (srun inside an allocation, JOBID.0, JOBID.1, ...): their API
@@ -214,7 +215,7 @@ func (d *Daemon) registerStepRoutes(mux *http.ServeMux) {
 // localRoute runs h on this node for any caller it can identify.
 func (d *Daemon) localRoute(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := identityFrom(r.Context())
+		id, ok := peer.IdentityFrom(r.Context())
 		if !ok {
 			writeErr(w, http.StatusUnauthorized, fmt.Errorf("cannot tell who is asking (no peer credentials)"))
 			return

@@ -10,12 +10,13 @@ import (
 	"github.com/hashicorp/raft"
 
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 )
 
 // handleTakeover is scontrol takeover: the leader hands Raft leadership to
 // the named controller (the node the client talks to, by default) and
 // waits until that node leads. Only root may do it.
-func (d *Daemon) handleTakeover(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleTakeover(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.TakeoverRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})

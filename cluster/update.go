@@ -10,6 +10,7 @@ import (
 	"hpc/cluster/fsm"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
+	"hpc/cluster/peer"
 )
 
 // scontrol update: job settings (TimeLimit, Partition, NumNodes, JobName,
@@ -17,7 +18,7 @@ import (
 // and node states (DRAIN, RESUME, DOWN with a Reason), committed through
 // Raft like everything else.
 
-func (d *Daemon) handleUpdate(w http.ResponseWriter, r *http.Request, id Identity, body []byte) {
+func (d *Daemon) handleUpdate(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.UpdateRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
@@ -36,7 +37,7 @@ func (d *Daemon) handleUpdate(w http.ResponseWriter, r *http.Request, id Identit
 	writeJSON(w, struct{}{})
 }
 
-func (d *Daemon) updateJob(id Identity, req api.UpdateRequest) error {
+func (d *Daemon) updateJob(id peer.Identity, req api.UpdateRequest) error {
 	j, _ := d.fsm.Job(req.JobID)
 	if j == nil {
 		return &api.Error{Message: api.ErrInvalidJobID}
@@ -99,7 +100,7 @@ func (d *Daemon) updateJob(id Identity, req api.UpdateRequest) error {
 
 // updateNodes is scontrol update NodeName=... State=DRAIN|RESUME|DOWN
 // Reason=...: only root may change node states.
-func (d *Daemon) updateNodes(id Identity, req api.UpdateRequest) error {
+func (d *Daemon) updateNodes(id peer.Identity, req api.UpdateRequest) error {
 	if id.UID != 0 {
 		return &api.Error{Message: api.ErrAccessDenied}
 	}

@@ -9,6 +9,7 @@ import (
 	"hpc/cluster/fsm"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
+	"hpc/cluster/peer"
 	"hpc/sched"
 )
 
@@ -179,7 +180,7 @@ func nodesView(cfg *config.Config, st *fsm.State) api.NodesResponse {
 		if ns != nil && ns.Reason != "" {
 			v.ReasonTime, v.ReasonUser = ns.Since, "slurm"
 			if ns.By >= 0 {
-				v.ReasonUser = lookupIdentity(uint32(ns.By), 0).User
+				v.ReasonUser = peer.LookupIdentity(uint32(ns.By), 0).User
 			}
 		}
 		switch {

@@ -14,13 +14,13 @@ import (
 // job's steps, its batch shell or both (scope: api.SignalSteps,
 // SignalBatch or SignalFull).
 func (d *Daemon) signalJobScope(j *api.Job, sig int, scope string) error {
-	addr, err := d.nodeAPI(j.BatchHost)
+	addr, err := d.peers.API(j.BatchHost)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
-	return d.callNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Scope: scope, Start: j.StartTime}, nil)
+	return d.peers.CallNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Scope: scope, Start: j.StartTime}, nil)
 }
 
 // sendWarnSignals delivers --signal=[B:]SIG@secs: once a running job is

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"bytes"
@@ -33,13 +33,20 @@ type Identity struct {
 
 type identityKey struct{}
 
-func identityFrom(ctx context.Context) (Identity, bool) {
+// WithIdentity returns ctx carrying id, the identity of the request's
+// caller.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the identity WithIdentity put in ctx.
+func IdentityFrom(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(identityKey{}).(Identity)
 	return id, ok
 }
 
-// peerIdentity reads SO_PEERCRED from a unix connection.
-func peerIdentity(c net.Conn) (Identity, error) {
+// PeerIdentity reads SO_PEERCRED from a unix connection.
+func PeerIdentity(c net.Conn) (Identity, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return Identity{}, errors.New("not a unix connection")
@@ -58,12 +65,12 @@ func peerIdentity(c net.Conn) (Identity, error) {
 	if serr != nil {
 		return Identity{}, serr
 	}
-	return lookupIdentity(cred.Uid, cred.Gid), nil
+	return LookupIdentity(cred.Uid, cred.Gid), nil
 }
 
-// lookupIdentity names a uid and gid; unknown ids are named by number, as
+// LookupIdentity names a uid and gid; unknown ids are named by number, as
 // Slurm does.
-func lookupIdentity(uid, gid uint32) Identity {
+func LookupIdentity(uid, gid uint32) Identity {
 	id := Identity{UID: uid, GID: gid, User: strconv.Itoa(int(uid)), Group: strconv.Itoa(int(gid))}
 	if u, err := user.LookupId(id.User); err == nil {
 		id.User = u.Username
@@ -84,8 +91,10 @@ const (
 	hdrTime  = "X-Hpc-Time"
 	hdrSig   = "X-Hpc-Signature"
 	maxSkew  = 2 * time.Minute
-	maxBody  = 64 << 20
 )
+
+// MaxBody is the most a request body may hold.
+const MaxBody = 64 << 20
 
 func signature(key []byte, method, uri string, h http.Header, body []byte) string {
 	m := hmac.New(sha256.New, key)
@@ -97,8 +106,8 @@ func signature(key []byte, method, uri string, h http.Header, body []byte) strin
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// sign sets the identity headers and the signature on a node-to-node request.
-func sign(key []byte, r *http.Request, id Identity, body []byte) {
+// Sign sets the identity headers and the signature on a node-to-node request.
+func Sign(key []byte, r *http.Request, id Identity, body []byte) {
 	if id.Node {
 		r.Header.Set(hdrNode, "1")
 	} else {
@@ -111,10 +120,10 @@ func sign(key []byte, r *http.Request, id Identity, body []byte) {
 	r.Header.Set(hdrSig, signature(key, r.Method, r.URL.RequestURI(), r.Header, body))
 }
 
-// verify checks a signed request and returns the identity it carries and
+// Verify checks a signed request and returns the identity it carries and
 // its body.
-func verify(key []byte, r *http.Request) (Identity, []byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+func Verify(key []byte, r *http.Request) (Identity, []byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody))
 	if err != nil {
 		return Identity{}, nil, err
 	}
@@ -138,10 +147,11 @@ func verify(key []byte, r *http.Request) (Identity, []byte, error) {
 	return Identity{UID: uint32(uid), GID: uint32(gid), User: r.Header.Get(hdrUser), Group: r.Header.Get(hdrGroup)}, body, nil
 }
 
-// gossipKey derives memberlist's AES key from the cluster key.
-func gossipKey(key []byte) []byte {
+// GossipKey derives memberlist's AES key from the cluster key.
+func GossipKey(key []byte) []byte {
 	sum := sha256.Sum256(append([]byte("hpc gossip\x00"), key...))
 	return sum[:]
 }
 
-func newBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+// NewBody is a request body holding b.
+func NewBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }

@@ -1,0 +1,95 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+)
+
+// Caller makes signed requests to the nodes' APIs.
+type Caller struct {
+	Key    []byte         // the cluster key
+	Config *config.Config // where the nodes are
+	HTTP   *http.Client
+}
+
+// API is a node's API address.
+func (c *Caller) API(name string) (string, error) {
+	n := c.Config.Node(name)
+	if n == nil {
+		return "", fmt.Errorf("unknown node %s", name)
+	}
+	return net.JoinHostPort(n.Addr, strconv.Itoa(c.Config.APIPort)), nil
+}
+
+// Call posts in to path on the API at addr, signed as coming from id, and
+// decodes the answer into out (nil: the answer is dropped).
+func (c *Caller) Call(ctx context.Context, id Identity, addr, path string, in, out any) error {
+	resp, err := c.Post(ctx, id, addr, path, in, c.HTTP)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	return nil
+}
+
+// CallNode is Call on behalf of no user: a node-to-node request.
+func (c *Caller) CallNode(ctx context.Context, addr, path string, in, out any) error {
+	return c.Call(ctx, Identity{Node: true}, addr, path, in, out)
+}
+
+// Post sends a signed POST through hc and returns the answer if its status
+// is 200; otherwise the API's error.
+func (c *Caller) Post(ctx context.Context, id Identity, addr, path string, in any, hc *http.Client) (*http.Response, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	Sign(c.Key, req, id, body)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var e api.Error
+		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Message != "" {
+			return nil, &e
+		}
+		return nil, fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	return resp, nil
+}
+
+// Get sends a signed node-to-node GET and decodes its answer into out.
+func (c *Caller) Get(ctx context.Context, addr, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	Sign(c.Key, req, Identity{Node: true}, nil)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
