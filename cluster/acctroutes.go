@@ -31,13 +31,13 @@ const slurmRPCVersion = 9728
 func (d *Daemon) handleAcctmgrShow(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var out api.AcctmgrState
 	d.fsm.View(func(st *fsm.State) { out = st.Acct.View(d.acctCluster()) })
-	writeJSON(w, out)
+	peer.WriteJSON(w, out)
 }
 
 func (d *Daemon) handleAcctmgrChange(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.AcctmgrRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
 		return
 	}
 	for try := 0; ; try++ {
@@ -48,14 +48,14 @@ func (d *Daemon) handleAcctmgrChange(w http.ResponseWriter, r *http.Request, id 
 		if err != nil {
 			var ae *api.Error
 			if errors.As(err, &ae) && ae.Message == api.ErrAccessDenied {
-				writeErr(w, http.StatusForbidden, err)
+				peer.WriteErr(w, http.StatusForbidden, err)
 				return
 			}
-			userErr(w, err)
+			peer.UserErr(w, err)
 			return
 		}
 		if len(res.QOS)+len(res.Accounts)+len(res.Users)+len(res.Assocs)+len(res.UsersNoAssoc) == 0 {
-			writeJSON(w, res) // nothing matched: nothing to commit
+			peer.WriteJSON(w, res) // nothing matched: nothing to commit
 			return
 		}
 		_, err = d.propose(&fsm.Acctmgr{Time: d.now(), Op: *op})
@@ -63,10 +63,10 @@ func (d *Daemon) handleAcctmgrChange(w http.ResponseWriter, r *http.Request, id 
 			continue
 		}
 		if err != nil {
-			userErr(w, err)
+			peer.UserErr(w, err)
 			return
 		}
-		writeJSON(w, res)
+		peer.WriteJSON(w, res)
 		return
 	}
 }

@@ -22,6 +22,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"hpc/accounting"
+	"hpc/cluster/agent"
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 	"hpc/cluster/fsm"
@@ -61,7 +62,6 @@ type Daemon struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	runStore runStorage // jobstorage.go
 	// keepSteps: the daemon stops leaving its steps running (Stop).
 	keepSteps atomic.Bool
 	shutOnce  sync.Once
@@ -79,8 +79,11 @@ type Daemon struct {
 	http  *http.Client
 	peers *peer.Caller // signed calls to the nodes' APIs
 	srvs  []*http.Server
-	steps *stepTable
-	view  *schedView
+	agent *agent.Agent
+	// launches are the steps this node runs for their srun (the launcher).
+	launchMu sync.Mutex
+	launches map[stepKey]*launch
+	view     *schedView
 }
 
 // Raft timing: fast enough that a lab fails over in about a second, slow
@@ -116,10 +119,10 @@ func Start(o Options) (*Daemon, error) {
 	d := &Daemon{
 		o: o, cfg: cfg, self: self, log: o.Logger.With("node", o.Name),
 		ctx: ctx, stop: cancel,
-		kick:  make(chan struct{}, 1),
-		http:  &http.Client{Timeout: 30 * time.Second},
-		steps: newStepTable(),
-		view:  newSchedView(),
+		kick:     make(chan struct{}, 1),
+		http:     &http.Client{Timeout: 30 * time.Second},
+		launches: map[stepKey]*launch{},
+		view:     newSchedView(),
 	}
 	d.peers = &peer.Caller{Key: o.Key, Config: cfg, HTTP: d.http}
 	ok := false
@@ -144,7 +147,8 @@ func Start(o Options) (*Daemon, error) {
 	if err := d.startGossip(); err != nil {
 		return nil, err
 	}
-	d.reattachSteps()
+	d.agent = agent.New(agent.Options{Name: o.Name, Config: cfg, Dir: o.Dir, Socket: o.Socket, Exec: ex, Peers: d.peers, Log: d.log, Ctx: ctx})
+	d.agent.Reattach()
 	if err := d.startServers(); err != nil {
 		return nil, err
 	}
@@ -362,6 +366,9 @@ func (d *Daemon) shutdownOnce(keepSteps bool) {
 		_ = d.raft.Shutdown().Error()
 	}
 	d.wg.Wait()
+	if d.agent != nil {
+		d.agent.Wait()
+	}
 	if d.bolt != nil {
 		_ = d.bolt.Close()
 	}
@@ -370,7 +377,7 @@ func (d *Daemon) shutdownOnce(keepSteps bool) {
 	}
 	if d.exec != nil {
 		if !keepSteps {
-			d.steps.killAll(time.Second)
+			d.agent.KillAll(time.Second)
 		}
 		_ = d.exec.Close()
 	}

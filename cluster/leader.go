@@ -6,8 +6,10 @@ import (
 	"sort"
 	"time"
 
+	"hpc/cluster/agent"
 	"hpc/cluster/api"
 	"hpc/cluster/fsm"
+	"hpc/cluster/jobspec"
 	"hpc/sched"
 )
 
@@ -144,8 +146,8 @@ func (d *Daemon) schedule() {
 		if j.ArrayJobID != 0 {
 			def = "slurm-%A_%a.out" // sbatch's default for array tasks
 		}
-		js.StdOut = expandPath(j.Spec.Output, j, def)
-		js.StdErr = expandPath(j.Spec.Error, j, js.StdOut)
+		js.StdOut = jobspec.ExpandPath(j.Spec.Output, j, def)
+		js.StdErr = jobspec.ExpandPath(j.Spec.Error, j, js.StdOut)
 		starts = append(starts, js)
 	}
 	if len(starts) == 0 {
@@ -336,7 +338,7 @@ func (d *Daemon) defMemPerCPU() int64 {
 // launch asks the batch host's agent to start the job. If the agent cannot
 // start it, the job fails with the agent's reason.
 func (d *Daemon) launch(j *api.Job) {
-	if !d.runPrologs(j) { // prolog.go: failed prologs requeue the job
+	if !d.runPrologs(j) { // leaderprolog.go: failed prologs requeue the job
 		return
 	}
 	addr, err := d.peers.API(j.BatchHost)
@@ -371,12 +373,5 @@ func (d *Daemon) signalJobWait(j *api.Job, sig int) error {
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
-	return d.peers.CallNode(ctx, addr, "/internal/signal", signalRequest{JobID: j.ID, Signal: sig, KillWait: d.killWait(), Start: j.StartTime}, nil)
-}
-
-func (d *Daemon) killWait() time.Duration {
-	if d.cfg.KillWait > 0 {
-		return time.Duration(d.cfg.KillWait) * time.Second
-	}
-	return 30 * time.Second
+	return d.peers.CallNode(ctx, addr, "/internal/signal", agent.SignalRequest{JobID: j.ID, Signal: sig, KillWait: d.cfg.KillWaitTime(), Start: j.StartTime}, nil)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"hpc/cluster/agent"
 	"hpc/cluster/api"
 )
 
@@ -147,7 +148,7 @@ func TestPrologNodeCall(t *testing.T) {
 	d, _ := startOneConf(t, "Prolog="+prolog+"\nPrologEpilogTimeout=20\n", func(*Options) {})
 	ctx := context.Background()
 	job := api.Job{ID: 42, UID: 1000, Spec: api.JobSpec{Partition: "debug"}, Alloc: []api.NodeAlloc{{Node: "node1"}}}
-	var res scriptResult
+	var res agent.ScriptResult
 	if err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=prolog", job, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestPrologNodeCall(t *testing.T) {
 		t.Errorf("prolog saw %q", got)
 	}
 	job.ID = 43
-	res = scriptResult{}
+	res = agent.ScriptResult{}
 	if err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=prolog", job, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestPrologNodeCall(t *testing.T) {
 		t.Errorf("failing prolog: %+v", res)
 	}
 	// Epilog is not configured: nothing runs.
-	res = scriptResult{}
+	res = agent.ScriptResult{}
 	if err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/launch?phase=epilog", job, &res); err != nil || res.Ran {
 		t.Errorf("unconfigured epilog: %+v %v", res, err)
 	}

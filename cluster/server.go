@@ -43,8 +43,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("GET /api/wait", d.leaderRoute(d.handleWait))
 	mux.HandleFunc("GET /api/status", d.handleStatus)
 	mux.HandleFunc("GET /api/config", d.handleConfig)
-	mux.HandleFunc("POST /internal/launch", d.nodeRoute(d.handleLaunch))
-	mux.HandleFunc("POST /internal/signal", d.nodeRoute(d.handleSignal))
+	d.agent.Routes(mux, d.nodeRoute)
 	mux.HandleFunc("POST /internal/job-end", d.nodeRoute(d.leaderRoute(d.handleJobEnd)))
 	d.registerStepRoutes(mux)
 	d.registerAcctRoutes(mux)
@@ -80,7 +79,7 @@ func (d *Daemon) startServers() error {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, body, err := peer.Verify(d.o.Key, r)
 			if err != nil {
-				writeErr(w, http.StatusUnauthorized, err)
+				peer.WriteErr(w, http.StatusUnauthorized, err)
 				return
 			}
 			ctx := peer.WithIdentity(r.Context(), id)
@@ -119,12 +118,12 @@ func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := peer.IdentityFrom(r.Context())
 		if !ok {
-			writeErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
+			peer.WriteErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
 			return
 		}
 		body, err := requestBody(r)
 		if err != nil {
-			writeErr(w, http.StatusBadRequest, err)
+			peer.WriteErr(w, http.StatusBadRequest, err)
 			return
 		}
 		if d.isLeader() || !d.forward(w, r, id, body) {
@@ -137,7 +136,7 @@ func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
 func (d *Daemon) nodeRoute(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if id, ok := peer.IdentityFrom(r.Context()); !ok || !id.Node {
-			writeErr(w, http.StatusForbidden, errors.New("node-to-node request refused"))
+			peer.WriteErr(w, http.StatusForbidden, errors.New("node-to-node request refused"))
 			return
 		}
 		h(w, r)
@@ -152,7 +151,7 @@ const hdrHops = "X-Hpc-Hops"
 func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) bool {
 	hops, _ := strconv.Atoi(r.Header.Get(hdrHops))
 	if hops >= 3 {
-		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader})
+		peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader})
 		return true
 	}
 	target, err := d.waitLeader(r.Context())
@@ -160,12 +159,12 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identit
 		return false
 	}
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, err)
+		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return true
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+target+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err)
+		peer.WriteErr(w, http.StatusInternalServerError, err)
 		return true
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -173,7 +172,7 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identit
 	peer.Sign(d.o.Key, req, id, body)
 	resp, err := d.http.Do(req)
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader, Detail: err.Error()})
+		peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader, Detail: err.Error()})
 		return true
 	}
 	defer resp.Body.Close()
@@ -211,43 +210,18 @@ func (d *Daemon) waitLeader(ctx context.Context) (string, error) {
 	}
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, code int, err error) {
-	var ae *api.Error
-	if !errors.As(err, &ae) {
-		ae = &api.Error{Message: err.Error()}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(ae)
-}
-
-// userErr picks the status for an error from a handler.
-func userErr(w http.ResponseWriter, err error) {
-	var ae *api.Error
-	if errors.As(err, &ae) {
-		writeErr(w, http.StatusBadRequest, err)
-		return
-	}
-	writeErr(w, http.StatusInternalServerError, err)
-}
-
 func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	job, err := d.newJob(id, body)
 	if err != nil {
-		userErr(w, err)
+		peer.UserErr(w, err)
 		return
 	}
 	res, err := d.propose(&fsm.Submit{Time: d.now(), Job: job})
 	if err != nil {
-		userErr(w, err)
+		peer.UserErr(w, err)
 		return
 	}
-	writeJSON(w, api.SubmitResponse{JobID: res.JobID})
+	peer.WriteJSON(w, api.SubmitResponse{JobID: res.JobID})
 }
 
 // handleTestOnly is sbatch --test-only: the job is checked as a submission
@@ -255,23 +229,23 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id peer.Id
 func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	job, err := d.newJob(id, body)
 	if err != nil {
-		userErr(w, err)
+		peer.UserErr(w, err)
 		return
 	}
 	res, err := d.testOnly(job)
 	if err != nil {
-		userErr(w, err)
+		peer.UserErr(w, err)
 		return
 	}
 	if res.Reason != "" && res.ExpectedStart.IsZero() {
-		userErr(w, &api.Error{Message: "Job can not start now: " + res.Reason})
+		peer.UserErr(w, &api.Error{Message: "Job can not start now: " + res.Reason})
 		return
 	}
 	start := res.ExpectedStart
 	if start.IsZero() {
 		start = d.now()
 	}
-	writeJSON(w, api.TestOnlyResponse{JobID: job.ID, Start: start, CPUs: job.Spec.ReqCPUs(), Nodes: res.ExpectedNodes, Partition: res.Partition})
+	peer.WriteJSON(w, api.TestOnlyResponse{JobID: job.ID, Start: start, CPUs: job.Spec.ReqCPUs(), Nodes: res.ExpectedNodes, Partition: res.Partition})
 }
 
 // newJob reads a submission and makes the job record: the spec checked
@@ -318,19 +292,19 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 	for i := range out.Jobs {
 		d.view.overlay(&out.Jobs[i])
 	}
-	writeJSON(w, out)
+	peer.WriteJSON(w, out)
 }
 
 func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var out api.NodesResponse
 	d.fsm.View(func(st *fsm.State) { out = nodesView(d.cfg, st) })
-	writeJSON(w, out)
+	peer.WriteJSON(w, out)
 }
 
 func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.CancelRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
 		return
 	}
 	var out api.CancelResponse
@@ -376,7 +350,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Id
 		}
 		out.Results = append(out.Results, res)
 	}
-	writeJSON(w, out)
+	peer.WriteJSON(w, out)
 }
 
 func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
@@ -388,7 +362,7 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Iden
 		}
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
+			peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
 			return
 		}
 		f.JobIDs = append(f.JobIDs, n)
@@ -400,7 +374,7 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Iden
 	f.JobsOnly = q.Get("jobs_only") == "1"
 	rows, err := d.acct.Query(f)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err)
+		peer.WriteErr(w, http.StatusInternalServerError, err)
 		return
 	}
 	out := api.AcctResponse{Rows: make([]api.AcctRow, 0, len(rows))}
@@ -421,7 +395,7 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Iden
 		}
 		out.Rows = append(out.Rows, r)
 	}
-	writeJSON(w, out)
+	peer.WriteJSON(w, out)
 }
 
 func acctRow(row accounting.Row) api.AcctRow {
@@ -448,7 +422,7 @@ func acctRow(row accounting.Row) api.AcctRow {
 // poll), so `--wait` hears of the end at once without polling the leader.
 func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	if j := d.pollJob(w, r, func(j *api.Job) bool { return j.State.Final() }); j != nil {
-		writeJSON(w, j)
+		peer.WriteJSON(w, j)
 	}
 }
 
@@ -459,7 +433,7 @@ func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, id peer.Iden
 func (d *Daemon) pollJob(w http.ResponseWriter, r *http.Request, done func(*api.Job) bool) *api.Job {
 	jid, err := strconv.ParseUint(r.URL.Query().Get("job"), 10, 64)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
 		return nil
 	}
 	timeout := 20 * time.Second
@@ -470,7 +444,7 @@ func (d *Daemon) pollJob(w http.ResponseWriter, r *http.Request, done func(*api.
 	for {
 		j, changed := d.fsm.Job(jid)
 		if j == nil {
-			writeErr(w, http.StatusNotFound, &api.Error{Message: api.ErrInvalidJobID})
+			peer.WriteErr(w, http.StatusNotFound, &api.Error{Message: api.ErrInvalidJobID})
 			return nil
 		}
 		if done(j) {
@@ -529,7 +503,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Slice(st.Members, func(a, b int) bool { return st.Members[a].Name < st.Members[b].Name })
-	writeJSON(w, st)
+	peer.WriteJSON(w, st)
 }
 
 func memberState(s memberlist.NodeStateType) string {
@@ -549,23 +523,23 @@ func memberState(s memberlist.NodeStateType) string {
 func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var e api.JobEnd
 	if err := json.Unmarshal(body, &e); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
 	if _, err := d.propose(&fsm.End{Time: d.now(), End: e}); err != nil {
-		writeErr(w, http.StatusServiceUnavailable, err)
+		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }
 
 // handleConfig returns the cluster's parsed config (scontrol show config).
 func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
 	if _, ok := peer.IdentityFrom(r.Context()); !ok {
-		writeErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
+		peer.WriteErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
 		return
 	}
-	writeJSON(w, d.cfg)
+	peer.WriteJSON(w, d.cfg)
 }
 
 // handleJobControl is scontrol hold, uhold, release and requeue. Users act
@@ -573,7 +547,7 @@ func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.JobControlRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
 		return
 	}
 	var out api.JobControlResponse
@@ -593,7 +567,7 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id pee
 		case "requeue":
 			op = &fsm.Requeue{JobIDs: []uint64{jid}}
 		default:
-			writeErr(w, http.StatusBadRequest, &api.Error{Message: "unknown job control action " + req.Action})
+			peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: "unknown job control action " + req.Action})
 			return
 		}
 		switch {
@@ -614,7 +588,7 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id pee
 		}
 		out.Results = append(out.Results, res)
 	}
-	writeJSON(w, out)
+	peer.WriteJSON(w, out)
 }
 
 // handlePriority answers sprio from the leader's last scheduling pass.
@@ -628,5 +602,5 @@ func (d *Daemon) handlePriority(w http.ResponseWriter, r *http.Request, id peer.
 			}
 		}
 	})
-	writeJSON(w, d.view.priorities(d.cfg, jobs))
+	peer.WriteJSON(w, d.view.priorities(d.cfg, jobs))
 }

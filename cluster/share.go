@@ -78,7 +78,7 @@ func shareRows(in []sched.AssocShare) []api.ShareRow {
 
 func (d *Daemon) handleShare(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	rows := sched.Shares(d.shareSnapshot(d.now()))
-	writeJSON(w, api.ShareResponse{Cluster: d.cfg.ClusterName, Rows: shareRows(rows)})
+	peer.WriteJSON(w, api.ShareResponse{Cluster: d.cfg.ClusterName, Rows: shareRows(rows)})
 }
 
 func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
@@ -86,7 +86,7 @@ func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id peer.Id
 	start, err1 := time.Parse(time.RFC3339, q.Get("start"))
 	end, err2 := time.Parse(time.RFC3339, q.Get("end"))
 	if err1 != nil || err2 != nil || !end.After(start) {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: "Invalid time range"})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: "Invalid time range"})
 		return
 	}
 	now := d.now()
@@ -102,12 +102,12 @@ func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id peer.Id
 	if d.acct != nil {
 		rows, err := d.acct.Query(accounting.Filter{StartAfter: start, EndBefore: end, JobsOnly: true})
 		if err != nil {
-			writeErr(w, http.StatusInternalServerError, err)
+			peer.WriteErr(w, http.StatusInternalServerError, err)
 			return
 		}
 		out.Usage = reportUsage(rows, start, end, now)
 	}
-	writeJSON(w, out)
+	peer.WriteJSON(w, out)
 }
 
 // reportUsage sums AllocCPUs times the part of each started job's run

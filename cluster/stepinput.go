@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -12,7 +11,6 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/peer"
-	"hpc/exec"
 )
 
 // srun's standard input reaches its tasks as Slurm's does: by default
@@ -23,18 +21,6 @@ import (
 // their tasks' stdin: one request at a time, so a task that does not read
 // holds srun back rather than filling memory. The pieces are signed
 // requests like every node-to-node call; a resize goes to task 0's node.
-
-// taskInput sets up the input of a step's task whose global rank is g.
-func taskInput(t *exec.TaskSpec, req *stepLaunchRequest, g int) {
-	switch {
-	case req.Pty && g == 0:
-		t.TTY, t.Rows, t.Cols = true, req.Rows, req.Cols
-		t.Stderr = nil // one terminal: its output is all stdout
-	case req.Pty:
-	case req.Input == "all" || (req.Input != "" && req.Input == strconv.Itoa(g)):
-		t.Stdin = true
-	}
-}
 
 // inputNodes are the nodes of a step whose tasks read srun's input.
 func (l *launch) inputNodes(resize bool) []string {
@@ -61,7 +47,7 @@ func (l *launch) inputNodes(resize bool) []string {
 func (d *Daemon) handleStepInput(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var in api.StepInput
 	if err := json.Unmarshal(body, &in); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
 	l := d.ownLaunch(w, id, in.JobID, in.StepID)
@@ -83,61 +69,8 @@ func (d *Daemon) handleStepInput(w http.ResponseWriter, r *http.Request, id peer
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		writeErr(w, http.StatusBadGateway, err)
+		peer.WriteErr(w, http.StatusBadGateway, err)
 		return
 	}
-	writeJSON(w, struct{}{})
-}
-
-// handleTaskInput writes a piece of srun's input to this node's tasks of
-// the step (or resizes task 0's terminal). A piece may arrive before the
-// step has started here: it waits for it a little.
-func (d *Daemon) handleTaskInput(w http.ResponseWriter, r *http.Request) {
-	var in api.StepInput
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
-		return
-	}
-	var ts *taskStep
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		d.steps.mu.Lock()
-		ts = d.steps.tasks[in.JobID][in.StepID]
-		d.steps.mu.Unlock()
-		if ts != nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if ts == nil {
-		writeErr(w, http.StatusNotFound, &api.Error{Message: api.ErrAlreadyDone})
-		return
-	}
-	<-ts.ready
-	st := ts.step
-	if st == nil {
-		writeErr(w, http.StatusNotFound, &api.Error{Message: api.ErrAlreadyDone})
-		return
-	}
-	if in.Resize {
-		_ = st.Resize(0, in.Rows, in.Cols)
-		writeJSON(w, struct{}{})
-		return
-	}
-	for i := 0; ; i++ {
-		in2 := st.Stdin(i)
-		if in2 == nil {
-			if i >= st.Tasks() {
-				break
-			}
-			continue
-		}
-		if len(in.Data) > 0 {
-			if _, err := in2.Write(in.Data); err != nil && !errors.Is(err, io.ErrClosedPipe) {
-				d.log.Debug("task input", "job", in.JobID, "step", in.StepID, "task", i, "err", err)
-			}
-		}
-		if in.EOF {
-			in2.Close()
-		}
-	}
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }

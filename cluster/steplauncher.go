@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"hpc/cluster/agent"
 	"hpc/cluster/api"
 	"hpc/cluster/peer"
 )
@@ -27,7 +28,7 @@ import (
 func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.StepRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Argv) == 0 {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
 	path := "/api/step/create"
@@ -36,29 +37,29 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 	}
 	var created stepCreated
 	if err := d.peers.Call(r.Context(), id, d.addr(d.cfg.APIPort), path, stepCreateRequest{StepRequest: req, Launcher: d.o.Name}, &created); err != nil {
-		userErr(w, err)
+		peer.UserErr(w, err)
 		return
 	}
 	j, s := &created.Job, created.Step
 	key := stepKey{j.ID, s.ID}
 	l := &launch{uid: j.UID, nodes: s.Nodes, tasks: s.Tasks, input: req.Input, pty: req.Pty}
-	d.steps.mu.Lock()
-	d.steps.launches[key] = l
-	d.steps.mu.Unlock()
+	d.launchMu.Lock()
+	d.launches[key] = l
+	d.launchMu.Unlock()
 	unlist := func() {
-		d.steps.mu.Lock()
-		if d.steps.launches[key] == l {
-			delete(d.steps.launches, key)
+		d.launchMu.Lock()
+		if d.launches[key] == l {
+			delete(d.launches, key)
 		}
-		d.steps.mu.Unlock()
+		d.launchMu.Unlock()
 	}
 	defer unlist()
 
 	port := 10000 + int(j.ID%50000)
 	if addr, err := d.peers.API(s.Nodes[0]); err == nil && !req.Attach {
-		var pr portReply
+		var pr agent.PortReply
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-		if d.peers.Call(ctx, peer.Identity{Node: true}, addr, "/internal/step/port", jobRef{JobID: j.ID}, &pr) == nil && pr.Port > 0 {
+		if d.peers.Call(ctx, peer.Identity{Node: true}, addr, "/internal/step/port", agent.JobRef{JobID: j.ID}, &pr) == nil && pr.Port > 0 {
 			port = pr.Port
 		}
 		cancel()
@@ -66,7 +67,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 
 	out := peer.NewNDJSON(w)
 	_ = out.Send(api.StepEvent{Step: &s, Warning: created.Warning})
-	ends := make([]nodeEnd, len(s.Nodes))
+	ends := make([]agent.NodeEnd, len(s.Nodes))
 	exits := make([][]api.TaskExit, len(s.Nodes))
 	// The tasks outlive srun's request by the little it takes to kill
 	// them: if srun goes away its step is killed, and its end (how each
@@ -92,7 +93,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 	var wg sync.WaitGroup
 	for i, node := range s.Nodes {
 		wg.Go(func() {
-			lr := stepLaunchRequest{Job: *j, Step: s, Node: i, Argv: req.Argv, Env: req.Env,
+			lr := agent.StepLaunchRequest{Job: *j, Step: s, Node: i, Argv: req.Argv, Env: req.Env,
 				Export: req.Export, WorkDir: req.WorkDir, MasterPort: port,
 				Input: req.Input, Pty: req.Pty, Rows: req.Rows, Cols: req.Cols}
 			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out, req.Attach)
@@ -150,9 +151,9 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 // out until the node reports its end. If the node's stream breaks (its
 // daemon was restarted), it attaches to the step again, as long as the
 // node keeps the step waiting for it (stepAttachWait).
-func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchRequest, out *peer.NDJSON, attach bool) ([]api.TaskExit, nodeEnd) {
-	failed := func(err error) nodeEnd {
-		return nodeEnd{Error: fmt.Sprintf("Task launch for StepId=%d.%d failed on node %s: %v", lr.Job.ID, lr.Step.ID, node, err)}
+func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunchRequest, out *peer.NDJSON, attach bool) ([]api.TaskExit, agent.NodeEnd) {
+	failed := func(err error) agent.NodeEnd {
+		return agent.NodeEnd{Error: fmt.Sprintf("Task launch for StepId=%d.%d failed on node %s: %v", lr.Job.ID, lr.Step.ID, node, err)}
 	}
 	exits := map[int]api.TaskExit{}
 	sorted := func() []api.TaskExit {
@@ -163,7 +164,7 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchReques
 		sort.Slice(xs, func(a, b int) bool { return xs[a].Task < xs[b].Task })
 		return xs
 	}
-	lost := func(err error) ([]api.TaskExit, nodeEnd) {
+	lost := func(err error) ([]api.TaskExit, agent.NodeEnd) {
 		xs := sorted()
 		for k := range xs {
 			if d.keepSteps.Load() {
@@ -172,13 +173,13 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchReques
 			_ = out.Send(api.StepEvent{Exit: &xs[k]})
 		}
 		if ctx.Err() != nil {
-			return xs, nodeEnd{Cancelled: true}
+			return xs, agent.NodeEnd{Cancelled: true}
 		}
-		return xs, nodeEnd{Error: fmt.Sprintf("%s: the node lost StepId=%d.%d: %v", node, lr.Job.ID, lr.Step.ID, err)}
+		return xs, agent.NodeEnd{Error: fmt.Sprintf("%s: the node lost StepId=%d.%d: %v", node, lr.Job.ID, lr.Step.ID, err)}
 	}
 	var deadline time.Time // while attaching again
 	if attach {
-		deadline = time.Now().Add(d.stepAttachWait())
+		deadline = time.Now().Add(d.cfg.StepAttachWait())
 	}
 	for {
 		path := "/internal/step/launch"
@@ -229,16 +230,16 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr stepLaunchReques
 		// re-attaches to it, and this launcher to that daemon.
 		d.log.Warn("a step's stream from a node broke; attaching again", "job", lr.Job.ID, "step", lr.Step.ID, "node", node, "err", err)
 		attach = true
-		deadline = time.Now().Add(d.stepAttachWait() + 10*time.Second)
+		deadline = time.Now().Add(d.cfg.StepAttachWait() + 10*time.Second)
 	}
 }
 
 // relayNode reads a node's stream of a step: output goes on to out, task
 // ends into exits, until the node's end (returned) or the stream's.
-func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *peer.NDJSON) (*nodeEnd, error) {
+func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *peer.NDJSON) (*agent.NodeEnd, error) {
 	dec := json.NewDecoder(body)
 	for {
-		var f taskFrame
+		var f agent.TaskFrame
 		if err := dec.Decode(&f); err != nil {
 			if errors.Is(err, io.EOF) {
 				err = errors.New("the node ended the stream early")
@@ -283,7 +284,7 @@ func (d *Daemon) commitStepEnd(jobID uint64, s api.Step) (api.Step, error) {
 func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.StepSignalRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
 	l := d.ownLaunch(w, id, req.JobID, req.StepID)
@@ -294,21 +295,21 @@ func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id pee
 		l.cancelled.Store(true)
 	}
 	d.signalStep(r.Context(), l.nodes, req)
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }
 
 // ownLaunch returns the step this node runs for srun if the caller may act
 // on it; otherwise it answers with the error and returns nil.
 func (d *Daemon) ownLaunch(w http.ResponseWriter, id peer.Identity, job uint64, step uint32) *launch {
-	d.steps.mu.Lock()
-	l := d.steps.launches[stepKey{job, step}]
-	d.steps.mu.Unlock()
+	d.launchMu.Lock()
+	l := d.launches[stepKey{job, step}]
+	d.launchMu.Unlock()
 	switch {
 	case l == nil:
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
 		return nil
 	case id.UID != 0 && id.UID != l.uid:
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
 		return nil
 	}
 	return l

@@ -19,7 +19,7 @@ import (
 func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req stepCreateRequest
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Argv) == 0 {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
 	j := d.callersJob(w, id, req.JobID)
@@ -27,15 +27,15 @@ func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id pee
 	case j == nil:
 		return
 	case j.State == api.StatePending:
-		userErr(w, &api.Error{Message: "Job is pending execution"})
+		peer.UserErr(w, &api.Error{Message: "Job is pending execution"})
 		return
 	case j.State != api.StateRunning || j.CancelRequested:
-		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
+		peer.UserErr(w, &api.Error{Message: api.ErrAlreadyDone})
 		return
 	}
 	plan, err := planStep(j, &req.StepRequest)
 	if err != nil {
-		userErr(w, err)
+		peer.UserErr(w, err)
 		return
 	}
 	name := req.Name
@@ -45,15 +45,15 @@ func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id pee
 	s := api.Step{Name: name, Nodes: plan.Nodes, Tasks: plan.Tasks, CPUsPerTask: plan.CPUsPerTask, Launcher: req.Launcher}
 	res, err := d.propose(&fsm.StepStart{Time: d.now(), JobID: j.ID, Step: s})
 	if err != nil {
-		userErr(w, err)
+		peer.UserErr(w, err)
 		return
 	}
 	j, _ = d.fsm.Job(req.JobID)
 	if j == nil || j.StepIndex(uint32(res.JobID)) < 0 {
-		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
+		peer.UserErr(w, &api.Error{Message: api.ErrAlreadyDone})
 		return
 	}
-	writeJSON(w, stepCreated{Job: *j, Step: j.Steps[j.StepIndex(uint32(res.JobID))], Warning: plan.Warning})
+	peer.WriteJSON(w, stepCreated{Job: *j, Step: j.Steps[j.StepIndex(uint32(res.JobID))], Warning: plan.Warning})
 }
 
 // callersJob returns a job the caller may act on (root, or its owner); if
@@ -62,10 +62,10 @@ func (d *Daemon) callersJob(w http.ResponseWriter, id peer.Identity, jobID uint6
 	j, _ := d.fsm.Job(jobID)
 	switch {
 	case j == nil:
-		userErr(w, &api.Error{Message: api.ErrInvalidJobID})
+		peer.UserErr(w, &api.Error{Message: api.ErrInvalidJobID})
 		return nil
 	case id.UID != 0 && id.UID != j.UID:
-		userErr(w, &api.Error{Message: api.ErrAccessDenied})
+		peer.UserErr(w, &api.Error{Message: api.ErrAccessDenied})
 		return nil
 	}
 	return j
@@ -76,7 +76,7 @@ func (d *Daemon) callersJob(w http.ResponseWriter, id peer.Identity, jobID uint6
 func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req stepCreateRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
 	j := d.callersJob(w, id, req.JobID)
@@ -85,29 +85,29 @@ func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id peer.
 	}
 	i := j.StepIndex(req.StepID)
 	if (j.State != api.StateRunning && j.State != api.StateCompleting) || i < 0 || j.Steps[i].State != api.StateRunning {
-		userErr(w, &api.Error{Message: api.ErrAlreadyDone})
+		peer.UserErr(w, &api.Error{Message: api.ErrAlreadyDone})
 		return
 	}
-	writeJSON(w, stepCreated{Job: *j, Step: j.Steps[i]})
+	peer.WriteJSON(w, stepCreated{Job: *j, Step: j.Steps[i]})
 }
 
 // handleStepEnd commits a step's end and answers with the step as recorded.
 func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var rep stepEndReport
 	if err := json.Unmarshal(body, &rep); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
 	if _, err := d.propose(&fsm.StepEnd{Time: d.now(), JobID: rep.JobID, Step: rep.Step}); err != nil {
-		writeErr(w, http.StatusServiceUnavailable, err)
+		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	j, _ := d.fsm.Job(rep.JobID)
 	if j == nil || j.StepIndex(rep.Step.ID) < 0 {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
 		return
 	}
-	writeJSON(w, j.Steps[j.StepIndex(rep.Step.ID)])
+	peer.WriteJSON(w, j.Steps[j.StepIndex(rep.Step.ID)])
 }
 
 // handleAllocWait answers once the job has left PENDING, or after the
@@ -118,11 +118,11 @@ func (d *Daemon) handleAllocWait(w http.ResponseWriter, r *http.Request, id peer
 	switch {
 	case j == nil:
 	case !mine(j):
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAccessDenied})
 	case j.State == api.StateRunning:
-		writeJSON(w, api.Allocation{Job: *j, Env: d.allocEnv(j)})
+		peer.WriteJSON(w, api.Allocation{Job: *j, Env: d.agent.AllocEnv(j)})
 	default:
-		writeJSON(w, api.Allocation{Job: *j})
+		peer.WriteJSON(w, api.Allocation{Job: *j})
 	}
 }
 
@@ -132,7 +132,7 @@ func (d *Daemon) handleAllocWait(w http.ResponseWriter, r *http.Request, id peer
 func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.ReleaseRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
 	j := d.callersJob(w, id, req.JobID)
@@ -140,17 +140,17 @@ func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id peer.I
 	case j == nil:
 		return
 	case j.State.Final():
-		writeJSON(w, struct{}{})
+		peer.WriteJSON(w, struct{}{})
 		return
 	case j.Spec.Script != api.HolderScript:
-		userErr(w, &api.Error{Message: fmt.Sprintf("job %d is not an allocation of salloc or srun", j.ID)})
+		peer.UserErr(w, &api.Error{Message: fmt.Sprintf("job %d is not an allocation of salloc or srun", j.ID)})
 		return
 	case j.State == api.StatePending:
 		if _, err := d.propose(&fsm.Cancel{Time: d.now(), JobID: j.ID, UID: id.UID}); err != nil {
-			userErr(w, err)
+			peer.UserErr(w, err)
 			return
 		}
-		writeJSON(w, struct{}{})
+		peer.WriteJSON(w, struct{}{})
 		return
 	}
 	addr, err := d.peers.API(j.BatchHost)
@@ -158,8 +158,8 @@ func (d *Daemon) handleRelease(w http.ResponseWriter, r *http.Request, id peer.I
 		err = d.peers.CallNode(r.Context(), addr, "/internal/job/release", req, nil)
 	}
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, err)
+		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }

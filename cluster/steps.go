@@ -13,20 +13,21 @@ import (
 // routes and where their tasks go in the allocation live here; their
 // records and Raft operations in cluster/fsm (steps.go there). The
 // launcher (steplauncher.go), the leader (stepleader.go) and the agents
-// (stepagent.go) run them and carry their output; stepenv.go builds the
-// environment of every step, the batch step's included.
+// (cluster/agent: steps.go there) run them and carry their output;
+// agent/stepenv.go builds the environment of every step, the batch step's
+// included.
 //
 // How a step travels: srun asks its node (unix socket, POST /api/step/run).
 // That node, the step's launcher, asks the leader to create the step
-// (/api/step/create: checks, layout, opStepStart through Raft), picks
+// (/api/step/create: checks, layout, fsm.StepStart through Raft), picks
 // MASTER_PORT on the step's first node, then asks the agent of every node
 // of the step to start its tasks (/internal/step/launch). Each agent
 // answers with a stream of output and task ends; the launcher merges them
 // into its answer to srun, and when every node has finished it commits
-// opStepEnd. srun's Ctrl-C goes to the launcher (/api/step/signal), which
+// fsm.StepEnd. srun's Ctrl-C goes to the launcher (/api/step/signal), which
 // signals the agents. If srun goes away, the launcher kills the step. A
 // daemon restarted under a step does not end it: an agent's share waits
-// for its launcher to attach again (/internal/step/attach, steprelay.go),
+// for its launcher to attach again (/internal/step/attach, agent/steprelay.go),
 // and srun attaches to its node's next daemon (Attach), which becomes the
 // step's launcher.
 
@@ -36,21 +37,6 @@ type stepPlan struct {
 	Tasks       []int // per node
 	CPUsPerTask int
 	Warning     string
-}
-
-// jobTasksPerNode is how many tasks of the job each allocated node holds:
-// what the scheduler decided, else as many as its CPUs allow.
-func jobTasksPerNode(j *api.Job) []int {
-	cpt := max(j.Spec.CPUsPerTask, 1)
-	out := make([]int, len(j.Alloc))
-	for i, a := range j.Alloc {
-		if a.Tasks > 0 {
-			out[i] = a.Tasks
-		} else {
-			out[i] = max(a.CPUs/cpt, 1)
-		}
-	}
-	return out
 }
 
 // planStep decides where a step's tasks run in its job's allocation, as
@@ -130,7 +116,7 @@ func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
 				ntasks += max(a.CPUs/p.CPUsPerTask, 1)
 			}
 		default:
-			for _, t := range jobTasksPerNode(j)[:nnodes] {
+			for _, t := range j.TasksPerNode()[:nnodes] {
 				ntasks += t
 			}
 		}
@@ -201,15 +187,6 @@ func (d *Daemon) registerStepRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/alloc/wait", d.leaderRoute(d.handleAllocWait))
 	mux.HandleFunc("POST /api/alloc/release", d.leaderRoute(d.handleRelease))
 	mux.HandleFunc("POST /internal/step/end", d.nodeRoute(d.leaderRoute(d.handleStepEnd)))
-	// Served by the agents.
-	mux.HandleFunc("POST /internal/step/launch", d.nodeRoute(d.handleStepLaunch))
-	mux.HandleFunc("POST /internal/step/attach", d.nodeRoute(d.handleStepAttach))
-	mux.HandleFunc("POST /internal/step/signal", d.nodeRoute(d.handleTaskSignal))
-	mux.HandleFunc("POST /internal/step/input", d.nodeRoute(d.handleTaskInput))
-	mux.HandleFunc("POST /internal/step/port", d.nodeRoute(d.handleStepPort))
-	mux.HandleFunc("POST /internal/job/cleanup", d.nodeRoute(d.handleJobCleanup))
-	mux.HandleFunc("POST /internal/job/release", d.nodeRoute(d.handleHolderRelease))
-	mux.HandleFunc("POST /internal/job/signal", d.nodeRoute(d.handleJobStepsSignal))
 }
 
 // localRoute runs h on this node for any caller it can identify.
@@ -217,12 +194,12 @@ func (d *Daemon) localRoute(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := peer.IdentityFrom(r.Context())
 		if !ok {
-			writeErr(w, http.StatusUnauthorized, fmt.Errorf("cannot tell who is asking (no peer credentials)"))
+			peer.WriteErr(w, http.StatusUnauthorized, fmt.Errorf("cannot tell who is asking (no peer credentials)"))
 			return
 		}
 		body, err := requestBody(r)
 		if err != nil {
-			writeErr(w, http.StatusBadRequest, err)
+			peer.WriteErr(w, http.StatusBadRequest, err)
 			return
 		}
 		h(w, r, id, body)

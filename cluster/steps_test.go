@@ -75,130 +75,6 @@ func TestPlanStep(t *testing.T) {
 	}
 }
 
-func TestExportEnv(t *testing.T) {
-	env := []string{"PATH=/bin", "HOME=/h", "FOO=1", "SLURM_JOB_ID=5"}
-	cases := []struct {
-		export string
-		want   []string
-	}{
-		{"", env},
-		{"ALL", env},
-		{"NONE", []string{"SLURM_JOB_ID=5"}},
-		{"FOO", []string{"SLURM_JOB_ID=5", "FOO=1"}},
-		{"FOO,BAR=2,MISSING", []string{"SLURM_JOB_ID=5", "FOO=1", "BAR=2"}},
-		{"ALL,FOO=9", []string{"PATH=/bin", "HOME=/h", "FOO=9", "SLURM_JOB_ID=5"}},
-	}
-	for _, c := range cases {
-		if got := exportEnv(c.export, env); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("--export=%s: %q, want %q", c.export, got, c.want)
-		}
-	}
-}
-
-// envMap turns an environment into a map, failing on duplicates.
-func envMap(t *testing.T, env []string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, dup := m[k]; dup {
-			t.Errorf("%s set twice", k)
-		}
-		m[k] = v
-	}
-	return m
-}
-
-// The variables of rank 3 of `srun -N2 -n4` in a job of two 2-CPU nodes,
-// as ../shared/slurm-reference/16 shows them, plus PyTorch's.
-func TestStepEnv(t *testing.T) {
-	d := &Daemon{o: Options{Name: "node2", Socket: "/lab/node2/hpc.sock"}, cfg: testConfig(t)}
-	j := &api.Job{
-		ID: 7, UID: 0, GID: 0, User: "root", Account: "root",
-		Spec: api.JobSpec{Name: "bash", Partition: "debug", NTasks: 4, WorkDir: "/tmp/slurm-capture", SubmitHost: "vm"},
-		Alloc: []api.NodeAlloc{
-			{Node: "node1", CPUs: 2, MemMB: 2000}, {Node: "node2", CPUs: 2, MemMB: 2000, Gres: []api.GresAlloc{{Name: "gpu", Indices: []int{1, 0}}}},
-		},
-	}
-	s := &api.Step{ID: 0, Name: "bash", Nodes: []string{"node1", "node2"}, Tasks: []int{2, 2}, CPUsPerTask: 1, Launcher: "node1"}
-	base := []string{"HOME=/root", "SLURM_JOB_ID=99", "SLURM_MEM_PER_CPU=1000", "MASTER_PORT=1"}
-	env := envMap(t, d.stepEnv(j, base, envSlot{
-		step: s, nodeIndex: 1, procID: 3, localID: 1, gtids: []int{2, 3},
-		masterAddr: "127.0.1.1", masterPort: 10007, launcher: "node1", tmpDir: "/lab/node2/tmp/job7", scratch: "/lab/scratch/root",
-	}))
-	want := map[string]string{
-		"SLURMD_NODENAME": "node2", "SLURM_CLUSTER_NAME": "lab", "SLURM_CPUS_ON_NODE": "2",
-		"SLURM_GTIDS": "2,3", "SLURM_JOBID": "7", "SLURM_JOB_ID": "7", "SLURM_JOB_ACCOUNT": "root",
-		"SLURM_JOB_CPUS_PER_NODE": "2(x2)", "SLURM_JOB_GID": "0", "SLURM_JOB_NAME": "bash",
-		"SLURM_JOB_NODELIST": "node[1-2]", "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_PARTITION": "debug",
-		"SLURM_JOB_QOS": "normal", "SLURM_JOB_UID": "0", "SLURM_JOB_USER": "root",
-		"SLURM_LAUNCH_NODE_IPADDR": "127.0.1.1", "SLURM_LOCALID": "1", "SLURM_NNODES": "2", "SLURM_NODEID": "1",
-		"SLURM_NODELIST": "node[1-2]", "SLURM_NPROCS": "4", "SLURM_NTASKS": "4", "SLURM_PRIO_PROCESS": "0",
-		"SLURM_PROCID": "3", "SLURM_SRUN_COMM_HOST": "127.0.1.1", "SLURM_STEPID": "0", "SLURM_STEP_ID": "0",
-		"SLURM_STEP_NODELIST": "node[1-2]", "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NUM_TASKS": "4",
-		"SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_SUBMIT_DIR": "/tmp/slurm-capture", "SLURM_SUBMIT_HOST": "vm",
-		"SLURM_TASKS_PER_NODE": "2(x2)", "SLURM_TOPOLOGY_ADDR": "node2", "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
-		"MASTER_ADDR": "127.0.1.1", "MASTER_PORT": "10007", "WORLD_SIZE": "4", "RANK": "3",
-		"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "TMPDIR": "/lab/node2/tmp/job7", "SCRATCH": "/lab/scratch/root",
-		"CUDA_VISIBLE_DEVICES": "0,1", "SLURM_STEP_GPUS": "0,1", "SLURM_GPUS_ON_NODE": "2",
-		"HOME": "/root", "SLURM_MEM_PER_CPU": "1000", "HPC_SOCKET": "/lab/node2/hpc.sock",
-	}
-	for k, v := range want {
-		if env[k] != v {
-			t.Errorf("%s=%q, want %q", k, env[k], v)
-		}
-	}
-	if env["PATH"] != defaultPath {
-		t.Errorf("PATH=%q", env["PATH"])
-	}
-
-	// The batch step of a job without -n: reference 12's variables, its
-	// submitter's SLURM_* left out, no ranks.
-	j.Spec.NTasks = 0
-	j.Alloc = j.Alloc[:1]
-	j.Alloc[0].CPUs = 1
-	d.o.Name = "node1"
-	env = envMap(t, d.stepEnv(j, []string{"PATH=/usr/bin", "SLURM_NTASKS=9"}, envSlot{masterAddr: "127.0.1.1", masterPort: 10007}))
-	for k, v := range map[string]string{
-		"SLURM_NODELIST": "node1", "SLURM_NNODES": "1", "SLURM_TASKS_PER_NODE": "1", "SLURM_GTIDS": "0",
-		"SLURM_NODE_ALIASES": "(null)", "SLURM_MEM_PER_CPU": "1000", "SLURM_CPUS_ON_NODE": "1", "PATH": "/usr/bin",
-		"MASTER_ADDR": "127.0.1.1", "MASTER_PORT": "10007",
-	} {
-		if env[k] != v {
-			t.Errorf("batch: %s=%q, want %q", k, env[k], v)
-		}
-	}
-	for _, k := range []string{"SLURM_NTASKS", "SLURM_STEP_ID", "RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES"} {
-		if v, ok := env[k]; ok {
-			t.Errorf("batch: %s=%q set", k, v)
-		}
-	}
-	// salloc's shell: the job's variables only.
-	env = envMap(t, d.allocEnv(j))
-	if env["SLURM_JOB_ID"] != "7" || env["SLURM_JOB_NODELIST"] != "node1" || env["SLURMD_NODENAME"] != "" || env["PATH"] != "" {
-		t.Errorf("allocation env %v", env)
-	}
-}
-
-func TestExpandPath(t *testing.T) {
-	j := &api.Job{ID: 42, User: "ann", Spec: api.JobSpec{Name: "train", WorkDir: "/home/ann"}, Alloc: []api.NodeAlloc{{Node: "node3"}}}
-	cases := map[string]string{
-		"":                    "/home/ann/slurm-42.out",
-		"%x-%j.out":           "/home/ann/train-42.out",
-		"/o/%u/%N/%A_%a.%s":   "/o/ann/node3/42_4294967294.batch",
-		"%t-%n-%J-%%-%5j":     "/home/ann/0-0-42.batch-%-00042",
-		"odd%q%":              "/home/ann/odd%q%",
-		"%3":                  "/home/ann/%3",
-		"rel/dir/%j":          "/home/ann/rel/dir/42",
-		"/abs/%2t-%4a-%1j.io": "/abs/00-4294967294-42.io",
-	}
-	for pat, want := range cases {
-		if got := expandPath(pat, j, "slurm-%j.out"); got != want {
-			t.Errorf("%q: %q, want %q", pat, got, want)
-		}
-	}
-}
-
 // A real one-node cluster (plain processes): an allocation, a step with
 // two tasks streaming their output, a signal, the release.
 func TestStepsOneNode(t *testing.T) {
@@ -323,6 +199,10 @@ func TestStepsOneNode(t *testing.T) {
 
 // envValue finds a variable in an environment list.
 func envValue(env []string, name string) string {
-	v, _ := lookupVar(env, name)
-	return v
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }

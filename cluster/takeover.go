@@ -19,34 +19,34 @@ import (
 func (d *Daemon) handleTakeover(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.TakeoverRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
 		return
 	}
 	if id.UID != 0 {
-		writeErr(w, http.StatusForbidden, &api.Error{Message: api.ErrAccessDenied})
+		peer.WriteErr(w, http.StatusForbidden, &api.Error{Message: api.ErrAccessDenied})
 		return
 	}
 	n := d.cfg.Node(req.Node)
 	if n == nil || !d.cfg.IsController(req.Node) {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: "Node " + req.Node + " is not a controller (SlurmctldHost)"})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: "Node " + req.Node + " is not a controller (SlurmctldHost)"})
 		return
 	}
 	if req.Node == d.o.Name {
-		writeJSON(w, struct{}{}) // already the primary
+		peer.WriteJSON(w, struct{}{}) // already the primary
 		return
 	}
 	addr := raft.ServerAddress(net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.RaftPort)))
 	if err := d.raft.LeadershipTransferToServer(raft.ServerID(req.Node), addr).Error(); err != nil {
-		writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: "takeover failed: " + err.Error()})
+		peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: "takeover failed: " + err.Error()})
 		return
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, lid := d.raft.LeaderWithID(); string(lid) == req.Node {
-			writeJSON(w, struct{}{})
+			peer.WriteJSON(w, struct{}{})
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	writeErr(w, http.StatusServiceUnavailable, &api.Error{Message: "takeover failed: " + req.Node + " did not become the leader"})
+	peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: "takeover failed: " + req.Node + " did not become the leader"})
 }

@@ -21,7 +21,7 @@ import (
 func (d *Daemon) handleUpdate(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.UpdateRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
 		return
 	}
 	var err error
@@ -31,10 +31,10 @@ func (d *Daemon) handleUpdate(w http.ResponseWriter, r *http.Request, id peer.Id
 		err = d.updateJob(id, req)
 	}
 	if err != nil {
-		userErr(w, err)
+		peer.UserErr(w, err)
 		return
 	}
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }
 
 func (d *Daemon) updateJob(id peer.Identity, req api.UpdateRequest) error {

@@ -83,7 +83,7 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 	if s.WorkDir == "" || s.WorkDir[0] != '/' {
 		return &api.Error{Message: fmt.Sprintf("working directory %q is not an absolute path", s.WorkDir)}
 	}
-	return validateContainer(s) // container.go
+	return jobspec.ValidateContainer(s)
 }
 
 // enforcePartLimits applies slurm.conf's EnforcePartLimits to a job and

@@ -216,6 +216,21 @@ func (j *Job) NodeNames() []string {
 	return out
 }
 
+// TasksPerNode is how many of the job's tasks each allocated node holds:
+// what the scheduler decided, else as many as its CPUs allow.
+func (j *Job) TasksPerNode() []int {
+	cpt := max(j.Spec.CPUsPerTask, 1)
+	out := make([]int, len(j.Alloc))
+	for i, a := range j.Alloc {
+		if a.Tasks > 0 {
+			out[i] = a.Tasks
+		} else {
+			out[i] = max(a.CPUs/cpt, 1)
+		}
+	}
+	return out
+}
+
 // StepIndex is the index in Steps of step id, or -1.
 func (j *Job) StepIndex(id uint32) int {
 	for i := range j.Steps {

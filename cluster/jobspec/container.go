@@ -244,3 +244,29 @@ func containerOption(name string) func(o *Options, v string) error {
 		return nil
 	}
 }
+
+// ValidateContainer checks the syntax of the container options (pyxis's
+// --container-image, --container-mounts, --container-workdir), which
+// clients other than sbatch and srun may get wrong; whether the paths exist
+// is for the nodes to say, where the job runs.
+func ValidateContainer(s *api.JobSpec) error {
+	bad := func(msg string) error {
+		return &api.Error{Message: "Invalid container specification", Detail: msg}
+	}
+	if s.ContainerImage == "" {
+		if s.ContainerMounts != "" || s.ContainerWorkDir != "" {
+			return bad("--container-mounts and --container-workdir need --container-image")
+		}
+		return nil
+	}
+	if !filepath.IsAbs(s.ContainerImage) {
+		return bad(fmt.Sprintf("--container-image %q is not an absolute path", s.ContainerImage))
+	}
+	if _, err := ParseContainerMounts(s.ContainerMounts, ""); err != nil {
+		return bad(err.Error())
+	}
+	if s.ContainerWorkDir != "" && !filepath.IsAbs(s.ContainerWorkDir) {
+		return bad(fmt.Sprintf("--container-workdir %q is not an absolute path", s.ContainerWorkDir))
+	}
+	return nil
+}

@@ -1,7 +1,6 @@
-package cluster
+package agent
 
 import (
-	"fmt"
 	"path/filepath"
 
 	"hpc/cluster/api"
@@ -9,34 +8,8 @@ import (
 	"hpc/exec"
 )
 
-// validateContainer checks the syntax of the container options (pyxis's
-// --container-image, --container-mounts, --container-workdir), which
-// clients other than sbatch and srun may get wrong; whether the paths exist
-// is for the nodes to say, where the job runs.
-func validateContainer(s *api.JobSpec) error {
-	bad := func(msg string) error {
-		return &api.Error{Message: "Invalid container specification", Detail: msg}
-	}
-	if s.ContainerImage == "" {
-		if s.ContainerMounts != "" || s.ContainerWorkDir != "" {
-			return bad("--container-mounts and --container-workdir need --container-image")
-		}
-		return nil
-	}
-	if !filepath.IsAbs(s.ContainerImage) {
-		return bad(fmt.Sprintf("--container-image %q is not an absolute path", s.ContainerImage))
-	}
-	if _, err := jobspec.ParseContainerMounts(s.ContainerMounts, ""); err != nil {
-		return bad(err.Error())
-	}
-	if s.ContainerWorkDir != "" && !filepath.IsAbs(s.ContainerWorkDir) {
-		return bad(fmt.Sprintf("--container-workdir %q is not an absolute path", s.ContainerWorkDir))
-	}
-	return nil
-}
-
 // The agents' side of container images (the StepSpec of a batch step,
-// agent.go, and of srun's steps, stepagent.go).
+// batch.go, and of srun's steps, steps.go).
 
 // batchImage is the image the batch step of job j runs in (nil: the host's
 // file system): the job's --container-image, with the node's directories

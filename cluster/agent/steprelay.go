@@ -1,4 +1,4 @@
-package cluster
+package agent
 
 import (
 	"sync"
@@ -18,19 +18,13 @@ import (
 // comes back within stepAttachWait the step is killed and what is left of
 // it dropped.
 
-// stepAttachWait is how long a step's share waits for its launcher to come
-// back: the node timeout, and at least a minute to restart a daemon in.
-func (d *Daemon) stepAttachWait() time.Duration {
-	return max(time.Duration(d.cfg.SlurmdTimeout)*time.Second, time.Minute)
-}
-
 type stepRelay struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
 	out   *peer.NDJSON // the attached launcher's stream; nil while none
 	gone  bool         // nobody came back: everything is dropped
 	exits map[int]api.TaskExit
-	end   *nodeEnd
+	end   *NodeEnd
 	// delivered is closed once the end has reached a launcher (or been
 	// dropped): the share is over.
 	delivered chan struct{}
@@ -99,7 +93,7 @@ func (r *stepRelay) attach(out *peer.NDJSON) bool {
 	r.cond.Broadcast()
 	r.mu.Unlock()
 	for i := range exits {
-		if out.Send(taskFrame{Exit: &exits[i]}) != nil {
+		if out.Send(TaskFrame{Exit: &exits[i]}) != nil {
 			return true // detached again: the next launcher gets them
 		}
 	}
@@ -144,7 +138,7 @@ func (r *stepRelay) isOver() bool {
 }
 
 // send passes a frame on, waiting for a launcher while none is attached.
-func (r *stepRelay) send(f taskFrame) {
+func (r *stepRelay) send(f TaskFrame) {
 	for {
 		r.mu.Lock()
 		for r.out == nil && !r.gone && !r.isOver() {
@@ -164,12 +158,12 @@ func (r *stepRelay) exit(x api.TaskExit) {
 	r.mu.Lock()
 	r.exits[x.Task] = x
 	r.mu.Unlock()
-	r.send(taskFrame{Exit: &x})
+	r.send(TaskFrame{Exit: &x})
 }
 
 // finish records the share's end and passes it on: the share is over once
 // a launcher has it.
-func (r *stepRelay) finish(e nodeEnd) {
+func (r *stepRelay) finish(e NodeEnd) {
 	r.mu.Lock()
 	r.end = &e
 	out, gone := r.out, r.gone
@@ -183,8 +177,8 @@ func (r *stepRelay) finish(e nodeEnd) {
 }
 
 // sendEnd sends the end on out; once it is through, the share is over.
-func (r *stepRelay) sendEnd(out *peer.NDJSON, e *nodeEnd) {
-	if out.Send(taskFrame{End: e}) != nil {
+func (r *stepRelay) sendEnd(out *peer.NDJSON, e *NodeEnd) {
+	if out.Send(TaskFrame{End: e}) != nil {
 		r.detach(out)
 		return
 	}
@@ -197,7 +191,7 @@ func (r *stepRelay) sendEnd(out *peer.NDJSON, e *nodeEnd) {
 // the share is over or the launcher goes away.
 func (r *stepRelay) serve(out *peer.NDJSON, done <-chan struct{}) {
 	if !r.attach(out) {
-		_ = out.Send(taskFrame{End: &nodeEnd{Error: "the step was ended: its launcher did not come back in time"}})
+		_ = out.Send(TaskFrame{End: &NodeEnd{Error: "the step was ended: its launcher did not come back in time"}})
 		return
 	}
 	select {
@@ -216,6 +210,6 @@ type relayWriter struct {
 
 func (w relayWriter) Write(p []byte) (int, error) {
 	// The frame's data outlives this call (it waits for a launcher).
-	w.r.send(taskFrame{Task: w.task, Stream: w.stream, Data: append([]byte(nil), p...)})
+	w.r.send(TaskFrame{Task: w.task, Stream: w.stream, Data: append([]byte(nil), p...)})
 	return len(p), nil
 }

@@ -1,4 +1,4 @@
-package cluster
+package agent
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 // relayStream is a launcher's stream from a relay: an HTTP answer read
 // frame by frame. done ends it as a launcher going away would.
 type relayStream struct {
-	frames chan taskFrame
+	frames chan TaskFrame
 	done   chan struct{}
 	closed chan struct{}
 }
@@ -25,7 +25,7 @@ type relayStream struct {
 // streamFrom serves rel to a new HTTP client and returns its stream.
 func streamFrom(t *testing.T, rel *stepRelay) *relayStream {
 	t.Helper()
-	s := &relayStream{frames: make(chan taskFrame, 100), done: make(chan struct{}), closed: make(chan struct{})}
+	s := &relayStream{frames: make(chan TaskFrame, 100), done: make(chan struct{}), closed: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(s.closed)
 		rel.serve(peer.NewNDJSON(w), s.done)
@@ -39,7 +39,7 @@ func streamFrom(t *testing.T, rel *stepRelay) *relayStream {
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			var f taskFrame
+			var f TaskFrame
 			if json.Unmarshal(sc.Bytes(), &f) == nil {
 				s.frames <- f
 			}
@@ -49,7 +49,7 @@ func streamFrom(t *testing.T, rel *stepRelay) *relayStream {
 	return s
 }
 
-func (s *relayStream) next(t *testing.T) taskFrame {
+func (s *relayStream) next(t *testing.T) TaskFrame {
 	t.Helper()
 	select {
 	case f, ok := <-s.frames:
@@ -60,7 +60,7 @@ func (s *relayStream) next(t *testing.T) taskFrame {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no frame came")
 	}
-	return taskFrame{}
+	return TaskFrame{}
 }
 
 // A step's share keeps its output while its launcher is away and gives it
@@ -102,7 +102,7 @@ func TestStepRelayReattach(t *testing.T) {
 		t.Fatalf("waiting output %+v", f)
 	}
 	<-wrote
-	rel.finish(nodeEnd{OOM: true})
+	rel.finish(NodeEnd{OOM: true})
 	if f := second.next(t); f.End == nil || !f.End.OOM {
 		t.Fatalf("end frame %+v", f)
 	}
@@ -131,7 +131,7 @@ func TestStepRelayGivesUp(t *testing.T) {
 	if _, err := io.WriteString(relayWriter{rel, 0, api.StreamStdout}, "dropped\n"); err != nil {
 		t.Fatal(err)
 	}
-	rel.finish(nodeEnd{})
+	rel.finish(NodeEnd{})
 	select {
 	case <-rel.delivered:
 	default:
@@ -150,7 +150,7 @@ func TestStepRelayOverStaysOver(t *testing.T) {
 	var abandoned atomic.Bool
 	rel := newStepRelay(20*time.Millisecond, func() { abandoned.Store(true) })
 	s := streamFrom(t, rel)
-	rel.finish(nodeEnd{})
+	rel.finish(NodeEnd{})
 	if f := s.next(t); f.End == nil {
 		t.Fatalf("end frame %+v", f)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package agent
 
 import (
 	"context"
@@ -26,22 +26,22 @@ import (
 // handleStepLaunch starts a step's tasks on this node and answers with a
 // stream of frames: their output, each task's end, and last this node's
 // end. If the launcher goes away, the tasks are killed.
-func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
-	var req stepLaunchRequest
+func (ag *Agent) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
+	var req StepLaunchRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
 	j, s := &req.Job, &req.Step
-	if req.Node < 0 || req.Node >= len(s.Nodes) || s.Nodes[req.Node] != d.o.Name || len(s.Tasks) != len(s.Nodes) || len(req.Argv) == 0 {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+	if req.Node < 0 || req.Node >= len(s.Nodes) || s.Nodes[req.Node] != ag.name || len(s.Tasks) != len(s.Nodes) || len(req.Argv) == 0 {
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
-	d.steps.mu.Lock()
-	start, ended := d.steps.ended[j.ID]
-	d.steps.mu.Unlock()
+	ag.steps.mu.Lock()
+	start, ended := ag.steps.ended[j.ID]
+	ag.steps.mu.Unlock()
 	if ended && start.Equal(j.StartTime) {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
 		return
 	}
 	out := peer.NewNDJSON(w)
@@ -50,10 +50,10 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		first += n
 	}
 	n := s.Tasks[req.Node]
-	end := func(e nodeEnd) { _ = out.Send(taskFrame{End: &e}) }
-	tmp, scratch, err := d.jobRunStorage(j) // jobstorage.go
+	end := func(e NodeEnd) { _ = out.Send(TaskFrame{End: &e}) }
+	tmp, scratch, err := ag.jobRunStorage(j) // jobstorage.go
 	if err != nil {
-		end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
+		end(NodeEnd{Error: fmt.Sprintf("%s: %v", ag.name, err)})
 		return
 	}
 	base := exportEnv(req.Export, req.Env)
@@ -68,10 +68,10 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 			code = 13
 		}
 		for i := range n {
-			_ = out.Send(taskFrame{Task: first + i, Stream: api.StreamStderr, Data: []byte("slurmstepd: error: " + msg + "\n")})
-			_ = out.Send(taskFrame{Exit: &api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: code}})
+			_ = out.Send(TaskFrame{Task: first + i, Stream: api.StreamStderr, Data: []byte("slurmstepd: error: " + msg + "\n")})
+			_ = out.Send(TaskFrame{Exit: &api.TaskExit{Task: first + i, Node: ag.name, ExitCode: code}})
 		}
-		end(nodeEnd{})
+		end(NodeEnd{})
 	}
 	path, _ := lookupVar(base, "PATH")
 	prog, err := lookPath(req.Argv[0], path, req.WorkDir)
@@ -81,7 +81,7 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	}
 	argv := append([]string{prog}, req.Argv[1:]...)
 	ts := &taskStep{ready: make(chan struct{}), start: j.StartTime}
-	ts.relay = newStepRelay(d.stepAttachWait(), ts.abandon)
+	ts.relay = newStepRelay(ag.cfg.StepAttachWait(), ts.abandon)
 	gtids := make([]int, n)
 	for i := range gtids {
 		gtids[i] = first + i
@@ -90,9 +90,9 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	for i := range tasks {
 		tasks[i] = exec.TaskSpec{
 			Argv: argv,
-			Env: d.stepEnv(j, base, envSlot{
+			Env: ag.stepEnv(j, base, envSlot{
 				step: s, nodeIndex: req.Node, procID: first + i, localID: i, gtids: gtids,
-				masterAddr: d.nodeAddr(s.Nodes[0]), masterPort: req.MasterPort, launcher: s.Launcher,
+				masterAddr: ag.nodeAddr(s.Nodes[0]), masterPort: req.MasterPort, launcher: s.Launcher,
 				tmpDir: tmp, scratch: scratch,
 			}),
 			Stdout: relayWriter{ts.relay, first + i, api.StreamStdout},
@@ -100,7 +100,7 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		}
 		taskInput(&tasks[i], &req, first+i) // stepinput.go
 	}
-	mine := allocOn(j, d.o.Name)
+	mine := allocOn(j, ag.name)
 	cpus := n * max(s.CPUsPerTask, 1)
 	if mine.CPUs > 0 {
 		cpus = min(cpus, mine.CPUs)
@@ -111,41 +111,41 @@ func (d *Daemon) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 	}
 	img, err := stepImage(j, req.Env, tmp, scratch) // container.go
 	if err != nil {
-		end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
+		end(NodeEnd{Error: fmt.Sprintf("%s: %v", ag.name, err)})
 		return
 	}
 	tag, _ := json.Marshal(stepTag{Start: j.StartTime, First: first})
 	spec := exec.StepSpec{
 		ID: fmt.Sprintf("%d.%d", j.ID, s.ID), UID: j.UID, GID: j.GID, WorkDir: workDir,
-		CPUs: cpus, CPUIDs: mine.CPUIDs, MemMB: mine.MemMB, Tasks: tasks, Devices: d.gresDevices(mine),
+		CPUs: cpus, CPUIDs: mine.CPUIDs, MemMB: mine.MemMB, Tasks: tasks, Devices: ag.gresDevices(mine),
 		Job: strconv.FormatUint(j.ID, 10), JobMemMB: mine.MemMB,
 		Image: img, Tag: string(tag),
 		OnTaskEnd: func(i int, r exec.TaskResult) {
-			ts.relay.exit(api.TaskExit{Task: first + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal})
+			ts.relay.exit(api.TaskExit{Task: first + i, Node: ag.name, ExitCode: r.ExitCode, Signal: r.Signal})
 		},
 	}
-	d.listTaskStep(j.ID, s.ID, ts)
-	st, err := d.exec.Launch(spec)
+	ag.listTaskStep(j.ID, s.ID, ts)
+	st, err := ag.exec.Launch(spec)
 	ts.step = st
 	close(ts.ready)
 	if err != nil {
 		ts.relay.stop()
-		d.forgetTaskStep(j.ID, s.ID, ts)
+		ag.forgetTaskStep(j.ID, s.ID, ts)
 		if msg := err.Error(); strings.HasPrefix(msg, "execve(): ") {
 			execFailed(msg)
 		} else {
-			end(nodeEnd{Error: fmt.Sprintf("%s: %v", d.o.Name, err)})
+			end(NodeEnd{Error: fmt.Sprintf("%s: %v", ag.name, err)})
 		}
 		return
 	}
-	d.steps.mu.Lock()
-	start, ended = d.steps.ended[j.ID]
-	d.steps.mu.Unlock()
+	ag.steps.mu.Lock()
+	start, ended = ag.steps.ended[j.ID]
+	ag.steps.mu.Unlock()
 	if ended && start.Equal(j.StartTime) { // the job ended while this launched
 		ts.cancelled.Store(true)
 		st.Kill(0)
 	}
-	go d.awaitTaskStep(j.ID, s.ID, ts, first, n)
+	go ag.awaitTaskStep(j.ID, s.ID, ts, first, n)
 	ts.relay.serve(out, r.Context().Done())
 }
 
@@ -168,24 +168,24 @@ func (ts *taskStep) abandon() {
 
 // listTaskStep lists a step's share on this node, before it starts: a
 // signal for it is never lost.
-func (d *Daemon) listTaskStep(job uint64, step uint32, ts *taskStep) {
-	d.steps.mu.Lock()
-	defer d.steps.mu.Unlock()
-	m := d.steps.tasks[job]
+func (ag *Agent) listTaskStep(job uint64, step uint32, ts *taskStep) {
+	ag.steps.mu.Lock()
+	defer ag.steps.mu.Unlock()
+	m := ag.steps.tasks[job]
 	if m == nil {
 		m = map[uint32]*taskStep{}
-		d.steps.tasks[job] = m
+		ag.steps.tasks[job] = m
 	}
 	m[step] = ts
 }
 
-func (d *Daemon) forgetTaskStep(job uint64, step uint32, ts *taskStep) {
-	d.steps.mu.Lock()
-	defer d.steps.mu.Unlock()
-	if m := d.steps.tasks[job]; m != nil && m[step] == ts {
+func (ag *Agent) forgetTaskStep(job uint64, step uint32, ts *taskStep) {
+	ag.steps.mu.Lock()
+	defer ag.steps.mu.Unlock()
+	if m := ag.steps.tasks[job]; m != nil && m[step] == ts {
 		delete(m, step)
 		if len(m) == 0 {
-			delete(d.steps.tasks, job)
+			delete(ag.steps.tasks, job)
 		}
 	}
 }
@@ -193,34 +193,34 @@ func (d *Daemon) forgetTaskStep(job uint64, step uint32, ts *taskStep) {
 // awaitTaskStep passes a step's end on this node to its launcher once its
 // n tasks (the first of global rank first) have ended; the step is
 // forgotten once a launcher has it.
-func (d *Daemon) awaitTaskStep(job uint64, step uint32, ts *taskStep, first, n int) {
+func (ag *Agent) awaitTaskStep(job uint64, step uint32, ts *taskStep, first, n int) {
 	res := ts.step.Wait()
 	if res.OOM && n > 0 {
-		ts.relay.send(taskFrame{Task: first, Stream: api.StreamStderr, Data: []byte(exec.OOMNotice(ts.step.ID(), res.OOMKills))})
+		ts.relay.send(TaskFrame{Task: first, Stream: api.StreamStderr, Data: []byte(exec.OOMNotice(ts.step.ID(), res.OOMKills))})
 	}
-	e := nodeEnd{OOM: res.OOM, Cancelled: ts.cancelled.Load(), Usage: stepUsage(res.Usage, d.o.Name)}
+	e := NodeEnd{OOM: res.OOM, Cancelled: ts.cancelled.Load(), Usage: stepUsage(res.Usage, ag.name)}
 	if res.Err != nil {
-		e.Error = fmt.Sprintf("%s: %v", d.o.Name, res.Err)
+		e.Error = fmt.Sprintf("%s: %v", ag.name, res.Err)
 	}
 	ts.relay.finish(e)
 	<-ts.relay.delivered
-	d.forgetTaskStep(job, step, ts)
+	ag.forgetTaskStep(job, step, ts)
 }
 
 // handleStepAttach attaches a launcher to a step's share on this node that
 // lost its launcher's stream (steprelay.go): it is answered as the step's
 // launch was, from where the share is.
-func (d *Daemon) handleStepAttach(w http.ResponseWriter, r *http.Request) {
-	var req stepLaunchRequest
+func (ag *Agent) handleStepAttach(w http.ResponseWriter, r *http.Request) {
+	var req StepLaunchRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
-	d.steps.mu.Lock()
-	ts := d.steps.tasks[req.Job.ID][req.Step.ID]
-	d.steps.mu.Unlock()
+	ag.steps.mu.Lock()
+	ts := ag.steps.tasks[req.Job.ID][req.Step.ID]
+	ag.steps.mu.Unlock()
 	if ts == nil || ts.relay == nil || !ts.start.Equal(req.Job.StartTime) {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrAlreadyDone})
 		return
 	}
 	ts.relay.serve(peer.NewNDJSON(w), r.Context().Done())
@@ -255,15 +255,15 @@ func lookPath(prog, path, dir string) (string, error) {
 }
 
 // handleTaskSignal signals a step's tasks on this node; 9 kills them.
-func (d *Daemon) handleTaskSignal(w http.ResponseWriter, r *http.Request) {
+func (ag *Agent) handleTaskSignal(w http.ResponseWriter, r *http.Request) {
 	var req api.StepSignalRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
-	d.steps.mu.Lock()
-	ts := d.steps.tasks[req.JobID][req.StepID]
-	d.steps.mu.Unlock()
+	ag.steps.mu.Lock()
+	ts := ag.steps.tasks[req.JobID][req.StepID]
+	ag.steps.mu.Unlock()
 	if ts != nil {
 		select {
 		case <-ts.ready:
@@ -276,75 +276,75 @@ func (d *Daemon) handleTaskSignal(w http.ResponseWriter, r *http.Request) {
 			ts.cancelled.Store(true)
 			ts.step.Kill(0)
 		} else if err := ts.step.Signal(syscall.Signal(req.Signal)); err != nil && !errors.Is(err, exec.ErrStepEnded) {
-			writeErr(w, http.StatusInternalServerError, err)
+			peer.WriteErr(w, http.StatusInternalServerError, err)
 			return
 		}
 	}
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }
 
 // handleStepPort picks a step's MASTER_PORT on its first node.
-func (d *Daemon) handleStepPort(w http.ResponseWriter, r *http.Request) {
-	var req jobRef
+func (ag *Agent) handleStepPort(w http.ResponseWriter, r *http.Request) {
+	var req JobRef
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
-	writeJSON(w, portReply{Port: d.masterPort(req.JobID)})
+	peer.WriteJSON(w, PortReply{Port: ag.masterPort(req.JobID)})
 }
 
 // handleJobCleanup ends a job's steps on this node and removes its $TMPDIR.
-func (d *Daemon) handleJobCleanup(w http.ResponseWriter, r *http.Request) {
-	var req jobRef
+func (ag *Agent) handleJobCleanup(w http.ResponseWriter, r *http.Request) {
+	var req JobRef
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
-	go d.cleanupLocal(req.JobID, req.Start)
-	writeJSON(w, struct{}{})
+	go ag.cleanupLocal(req.JobID, req.Start)
+	peer.WriteJSON(w, struct{}{})
 }
 
 // handleHolderRelease ends the holder batch step of an allocation that
 // salloc or srun made; the job then ends with the status they gave.
-func (d *Daemon) handleHolderRelease(w http.ResponseWriter, r *http.Request) {
+func (ag *Agent) handleHolderRelease(w http.ResponseWriter, r *http.Request) {
 	var req api.ReleaseRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
 	// The release may come before the launch (salloc true): the holder
 	// then ends as soon as it starts.
-	d.steps.mu.Lock()
-	step := d.steps.steps[req.JobID]
-	if len(d.steps.released) >= maxEnded {
-		for id := range d.steps.released {
-			if _, here := d.steps.steps[id]; !here {
-				delete(d.steps.released, id)
+	ag.steps.mu.Lock()
+	step := ag.steps.steps[req.JobID]
+	if len(ag.steps.released) >= maxEnded {
+		for id := range ag.steps.released {
+			if _, here := ag.steps.steps[id]; !here {
+				delete(ag.steps.released, id)
 			}
 		}
 	}
-	d.steps.released[req.JobID] = req
-	d.steps.mu.Unlock()
+	ag.steps.released[req.JobID] = req
+	ag.steps.mu.Unlock()
 	if step != nil {
 		step.Kill(0)
 	}
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }
 
 // signalJobSteps sends a signal to every step of a job, on every node of
 // its allocation.
-func (d *Daemon) signalJobSteps(j *api.Job, sig int) {
+func (ag *Agent) signalJobSteps(j *api.Job, sig int) {
 	var wg sync.WaitGroup
 	for _, a := range j.Alloc {
 		wg.Go(func() {
-			addr, err := d.peers.API(a.Node)
+			addr, err := ag.peers.API(a.Node)
 			if err == nil {
-				ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
-				err = d.peers.CallNode(ctx, addr, "/internal/job/signal", jobRef{JobID: j.ID, Start: j.StartTime, Signal: sig}, nil)
+				ctx, cancel := context.WithTimeout(ag.ctx, 10*time.Second)
+				err = ag.peers.CallNode(ctx, addr, "/internal/job/signal", JobRef{JobID: j.ID, Start: j.StartTime, Signal: sig}, nil)
 				cancel()
 			}
 			if err != nil {
-				d.log.Warn("signalling a job's steps failed", "job", j.ID, "node", a.Node, "err", err)
+				ag.log.Warn("signalling a job's steps failed", "job", j.ID, "node", a.Node, "err", err)
 			}
 		})
 	}
@@ -352,58 +352,58 @@ func (d *Daemon) signalJobSteps(j *api.Job, sig int) {
 }
 
 // handleJobStepsSignal signals this node's tasks of a job's steps.
-func (d *Daemon) handleJobStepsSignal(w http.ResponseWriter, r *http.Request) {
-	var req jobRef
+func (ag *Agent) handleJobStepsSignal(w http.ResponseWriter, r *http.Request) {
+	var req JobRef
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Signal <= 0 {
-		writeErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage})
 		return
 	}
-	d.steps.mu.Lock()
+	ag.steps.mu.Lock()
 	var steps []*taskStep
-	for _, ts := range d.steps.tasks[req.JobID] {
+	for _, ts := range ag.steps.tasks[req.JobID] {
 		if ts.start.Equal(req.Start) {
 			steps = append(steps, ts)
 		}
 	}
-	d.steps.mu.Unlock()
+	ag.steps.mu.Unlock()
 	for _, ts := range steps {
 		<-ts.ready
 		if ts.step != nil {
 			_ = ts.step.Signal(syscall.Signal(req.Signal))
 		}
 	}
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }
 
 // jobHere returns the job whose batch step runs on this node, or nil.
-func (d *Daemon) jobHere(id uint64) *api.Job {
-	d.steps.mu.Lock()
-	defer d.steps.mu.Unlock()
-	return d.steps.jobs[id]
+func (ag *Agent) jobHere(id uint64) *api.Job {
+	ag.steps.mu.Lock()
+	defer ag.steps.mu.Unlock()
+	return ag.steps.jobs[id]
 }
 
 // cleanupJob ends a job's steps and removes its $TMPDIR on every node of
 // its allocation (this one included). The batch host calls it when the
 // batch step ends or the job is cancelled.
-func (d *Daemon) cleanupJob(j *api.Job) {
+func (ag *Agent) cleanupJob(j *api.Job) {
 	var wg sync.WaitGroup
 	for _, a := range j.Alloc {
-		if a.Node == d.o.Name {
-			wg.Go(func() { d.cleanupLocal(j.ID, j.StartTime) })
+		if a.Node == ag.name {
+			wg.Go(func() { ag.cleanupLocal(j.ID, j.StartTime) })
 			continue
 		}
 		wg.Go(func() {
 			for try := range 5 {
-				addr, err := d.peers.API(a.Node)
+				addr, err := ag.peers.API(a.Node)
 				if err == nil {
-					ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
-					err = d.peers.CallNode(ctx, addr, "/internal/job/cleanup", jobRef{JobID: j.ID, Start: j.StartTime}, nil)
+					ctx, cancel := context.WithTimeout(ag.ctx, 10*time.Second)
+					err = ag.peers.CallNode(ctx, addr, "/internal/job/cleanup", JobRef{JobID: j.ID, Start: j.StartTime}, nil)
 					cancel()
 				}
-				if err == nil || d.ctx.Err() != nil {
+				if err == nil || ag.ctx.Err() != nil {
 					return
 				}
-				d.log.Warn("job cleanup on a node failed", "job", j.ID, "node", a.Node, "err", err)
+				ag.log.Warn("job cleanup on a node failed", "job", j.ID, "node", a.Node, "err", err)
 				time.Sleep(time.Duration(try+1) * 500 * time.Millisecond)
 			}
 		})
@@ -417,29 +417,29 @@ const maxEnded = 4096
 // cleanupLocal ends this node's share of a job run: its steps are killed
 // (SIGTERM, SIGKILL after KillWait), and once they are gone and the batch
 // step too, the job's $TMPDIR here is removed.
-func (d *Daemon) cleanupLocal(jobID uint64, start time.Time) {
-	d.steps.mu.Lock()
-	if len(d.steps.ended) >= maxEnded {
-		for id := range d.steps.ended {
-			delete(d.steps.ended, id)
-			if len(d.steps.ended) < maxEnded/2 {
+func (ag *Agent) cleanupLocal(jobID uint64, start time.Time) {
+	ag.steps.mu.Lock()
+	if len(ag.steps.ended) >= maxEnded {
+		for id := range ag.steps.ended {
+			delete(ag.steps.ended, id)
+			if len(ag.steps.ended) < maxEnded/2 {
 				break
 			}
 		}
 	}
-	d.steps.ended[jobID] = start
+	ag.steps.ended[jobID] = start
 	var steps []*taskStep
-	for _, ts := range d.steps.tasks[jobID] {
+	for _, ts := range ag.steps.tasks[jobID] {
 		if ts.start.Equal(start) {
 			ts.cancelled.Store(true)
 			steps = append(steps, ts)
 		}
 	}
-	d.steps.mu.Unlock()
+	ag.steps.mu.Unlock()
 	for _, ts := range steps {
 		<-ts.ready
 		if ts.step != nil {
-			ts.step.Kill(d.killWait())
+			ts.step.Kill(ag.cfg.KillWaitTime())
 		}
 	}
 	for _, ts := range steps {
@@ -447,19 +447,19 @@ func (d *Daemon) cleanupLocal(jobID uint64, start time.Time) {
 			ts.step.Wait()
 		}
 	}
-	d.steps.mu.Lock()
-	_, batch := d.steps.steps[jobID]
-	d.steps.mu.Unlock()
+	ag.steps.mu.Lock()
+	_, batch := ag.steps.steps[jobID]
+	ag.steps.mu.Unlock()
 	if batch {
 		return // a new run of the job (requeued) uses the directory now
 	}
-	os.RemoveAll(d.jobTmp(jobID))
-	d.forgetRunStorage(jobID, start)
+	os.RemoveAll(ag.jobTmp(jobID))
+	ag.forgetRunStorage(jobID, start)
 }
 
 // jobTmp is a job's $TMPDIR on this node.
-func (d *Daemon) jobTmp(jobID uint64) string {
-	return filepath.Join(d.o.Dir, "tmp", "job"+strconv.FormatUint(jobID, 10))
+func (ag *Agent) jobTmp(jobID uint64) string {
+	return filepath.Join(ag.dir, "tmp", "job"+strconv.FormatUint(jobID, 10))
 }
 
 // jobStorage makes a job's storage on this node and returns its $TMPDIR
@@ -468,8 +468,8 @@ func (d *Daemon) jobTmp(jobID uint64) string {
 // user's directory in the lab's scratch area (shared by the nodes), kept.
 // Both are the user's, mode 0700. It also makes the group's directory in
 // the project area ($PROJECT; see storageAreas).
-func (d *Daemon) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err error) {
-	tmp = d.jobTmp(j.ID)
+func (ag *Agent) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err error) {
+	tmp = ag.jobTmp(j.ID)
 	if fresh {
 		os.RemoveAll(tmp)
 	}
@@ -479,7 +479,7 @@ func (d *Daemon) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err er
 	if err := mkdirOwned(tmp, j.UID, j.GID); err != nil {
 		return "", "", fmt.Errorf("cannot make the job's TMPDIR: %w", err)
 	}
-	areas := d.storage()
+	areas := ag.storage()
 	if err := makeArea(areas.Scratch, os.ModeSticky|0o777); err != nil {
 		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package agent
 
 import (
 	"errors"
@@ -27,8 +27,8 @@ type runStorage struct {
 
 // jobRunStorage returns j's $TMPDIR and $SCRATCH on this node for its
 // current run (see jobStorage).
-func (d *Daemon) jobRunStorage(j *api.Job) (tmp, scratch string, err error) {
-	s := &d.runStore
+func (ag *Agent) jobRunStorage(j *api.Job) (tmp, scratch string, err error) {
+	s := &ag.runStore
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.prepared == nil {
@@ -36,7 +36,7 @@ func (d *Daemon) jobRunStorage(j *api.Job) (tmp, scratch string, err error) {
 	}
 	at, ok := s.prepared[j.ID]
 	fresh := !ok || !at.Equal(j.StartTime)
-	tmp, scratch, err = d.jobStorage(j, fresh)
+	tmp, scratch, err = ag.jobStorage(j, fresh)
 	if err == nil {
 		s.prepared[j.ID] = j.StartTime
 	}
@@ -45,8 +45,8 @@ func (d *Daemon) jobRunStorage(j *api.Job) (tmp, scratch string, err error) {
 
 // keepRunStorage records a run whose storage is in use already (a step a
 // new daemon re-attached to): the run's next steps share it.
-func (d *Daemon) keepRunStorage(jobID uint64, start time.Time) {
-	s := &d.runStore
+func (ag *Agent) keepRunStorage(jobID uint64, start time.Time) {
+	s := &ag.runStore
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.prepared == nil {
@@ -56,8 +56,8 @@ func (d *Daemon) keepRunStorage(jobID uint64, start time.Time) {
 }
 
 // forgetRunStorage drops a run once its $TMPDIR is gone.
-func (d *Daemon) forgetRunStorage(jobID uint64, start time.Time) {
-	s := &d.runStore
+func (ag *Agent) forgetRunStorage(jobID uint64, start time.Time) {
+	s := &ag.runStore
 	s.mu.Lock()
 	if at, ok := s.prepared[jobID]; ok && at.Equal(start) {
 		delete(s.prepared, jobID)
@@ -84,8 +84,8 @@ type storageAreas struct{ config.Storage }
 
 // storage is this node's view of the lab's storage areas; the lab's root
 // is the parent of the node's state directory.
-func (d *Daemon) storage() storageAreas {
-	return storageAreas{d.cfg.Storage(filepath.Dir(d.o.Dir))}
+func (ag *Agent) storage() storageAreas {
+	return storageAreas{ag.cfg.Storage(filepath.Dir(ag.dir))}
 }
 
 // safeName is a user or group name as a directory name, else the id.

@@ -1,4 +1,4 @@
-package cluster
+package agent
 
 import (
 	"context"
@@ -27,35 +27,35 @@ import (
 // launchers to attach to them again (steprelay.go).
 
 // runningPath is where the job whose batch step runs here is recorded.
-func (d *Daemon) runningPath(id uint64) string {
-	return filepath.Join(d.o.Dir, "running", strconv.FormatUint(id, 10)+".json")
+func (ag *Agent) runningPath(id uint64) string {
+	return filepath.Join(ag.dir, "running", strconv.FormatUint(id, 10)+".json")
 }
 
 // recordRunning keeps the job whose batch step has started on this node.
-func (d *Daemon) recordRunning(j *api.Job) {
+func (ag *Agent) recordRunning(j *api.Job) {
 	b, err := json.Marshal(j)
 	if err == nil {
-		p := d.runningPath(j.ID)
+		p := ag.runningPath(j.ID)
 		if err = os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
 			err = os.WriteFile(p, b, 0o600)
 		}
 	}
 	if err != nil {
-		d.log.Warn("cannot record a running job; it will not survive a restart of this daemon", "job", j.ID, "err", err)
+		ag.log.Warn("cannot record a running job; it will not survive a restart of this daemon", "job", j.ID, "err", err)
 	}
 }
 
-func (d *Daemon) forgetRunning(id uint64) { os.Remove(d.runningPath(id)) }
+func (ag *Agent) forgetRunning(id uint64) { os.Remove(ag.runningPath(id)) }
 
-// reattachSteps takes over the steps a previous daemon on this node left
+// Reattach takes over the steps a previous daemon on this node left
 // running: batch steps are watched as if launched here; the rest are
 // killed. Once the leader answers, steps of jobs it no longer runs here
 // are killed too.
-func (d *Daemon) reattachSteps() {
+func (ag *Agent) Reattach() {
 	started := time.Now()
-	steps := d.exec.Reattached()
+	steps := ag.exec.Reattached()
 	// Records of jobs whose steps are gone.
-	ents, _ := os.ReadDir(filepath.Join(d.o.Dir, "running"))
+	ents, _ := os.ReadDir(filepath.Join(ag.dir, "running"))
 	have := map[string]bool{}
 	for _, s := range steps {
 		have[s.ID()] = true
@@ -63,35 +63,35 @@ func (d *Daemon) reattachSteps() {
 	for _, ent := range ents {
 		id := strings.TrimSuffix(ent.Name(), ".json")
 		if !have[id+".batch"] {
-			os.Remove(filepath.Join(d.o.Dir, "running", ent.Name()))
+			os.Remove(filepath.Join(ag.dir, "running", ent.Name()))
 		}
 	}
 	adopted := map[uint64]*api.Job{}
 	var shares []*taskStep
 	for _, s := range steps {
-		if ts := d.adoptTasks(s); ts != nil {
-			d.log.Info("re-attached to a running step", "step", s.ID())
+		if ts := ag.adoptTasks(s); ts != nil {
+			ag.log.Info("re-attached to a running step", "step", s.ID())
 			shares = append(shares, ts)
 			continue
 		}
-		j := d.adopt(s)
+		j := ag.adopt(s)
 		if j == nil {
-			d.log.Warn("killing a step left by the previous daemon", "step", s.ID())
+			ag.log.Warn("killing a step left by the previous daemon", "step", s.ID())
 			s.Kill(0)
 			continue
 		}
 		adopted[j.ID] = j
-		d.log.Info("re-attached to a running job", "job", j.ID)
+		ag.log.Info("re-attached to a running job", "job", j.ID)
 	}
-	d.wg.Add(1)
+	ag.wg.Add(1)
 	go func() {
-		defer d.wg.Done()
-		d.reconcileJobs(adopted, shares, started)
+		defer ag.wg.Done()
+		ag.reconcileJobs(adopted, shares, started)
 	}()
 }
 
 // adopt makes a re-attached batch step this daemon's, or returns nil.
-func (d *Daemon) adopt(s *exec.Step) *api.Job {
+func (ag *Agent) adopt(s *exec.Step) *api.Job {
 	idText, ok := strings.CutSuffix(s.ID(), ".batch")
 	if !ok {
 		return nil
@@ -100,7 +100,7 @@ func (d *Daemon) adopt(s *exec.Step) *api.Job {
 	if err != nil {
 		return nil
 	}
-	b, err := os.ReadFile(d.runningPath(id))
+	b, err := os.ReadFile(ag.runningPath(id))
 	if err != nil {
 		return nil
 	}
@@ -108,18 +108,18 @@ func (d *Daemon) adopt(s *exec.Step) *api.Job {
 	if json.Unmarshal(b, &j) != nil || j.ID != id {
 		return nil
 	}
-	d.steps.mu.Lock()
-	d.steps.steps[id] = s
-	d.steps.jobs[id] = &j
-	d.steps.mu.Unlock()
-	d.keepRunStorage(id, j.StartTime) // the job's next srun steps share its $TMPDIR
-	go d.watch(&j, s, filepath.Join(d.o.Dir, "jobs", idText))
+	ag.steps.mu.Lock()
+	ag.steps.steps[id] = s
+	ag.steps.jobs[id] = &j
+	ag.steps.mu.Unlock()
+	ag.keepRunStorage(id, j.StartTime) // the job's next srun steps share its $TMPDIR
+	go ag.watch(&j, s, filepath.Join(ag.dir, "jobs", idText))
 	return &j
 }
 
 // adoptTasks makes a re-attached srun step's share on this node this
 // daemon's, waiting for its launcher. It returns nil for other steps.
-func (d *Daemon) adoptTasks(s *exec.Step) *taskStep {
+func (ag *Agent) adoptTasks(s *exec.Step) *taskStep {
 	jobText, stepText, ok := strings.Cut(s.ID(), ".")
 	job, err1 := strconv.ParseUint(jobText, 10, 64)
 	step, err2 := strconv.ParseUint(stepText, 10, 32)
@@ -130,7 +130,7 @@ func (d *Daemon) adoptTasks(s *exec.Step) *taskStep {
 	ready := make(chan struct{})
 	close(ready)
 	ts := &taskStep{ready: ready, step: s, start: tag.Start}
-	ts.relay = newStepRelay(d.stepAttachWait(), ts.abandon)
+	ts.relay = newStepRelay(ag.cfg.StepAttachWait(), ts.abandon)
 	n := s.Tasks()
 	outs, errs := make([]io.Writer, n), make([]io.Writer, n)
 	for i := range n {
@@ -138,14 +138,14 @@ func (d *Daemon) adoptTasks(s *exec.Step) *taskStep {
 		errs[i] = relayWriter{ts.relay, tag.First + i, api.StreamStderr}
 	}
 	if err := s.AttachTasks(outs, errs, func(i int, r exec.TaskResult) {
-		ts.relay.exit(api.TaskExit{Task: tag.First + i, Node: d.o.Name, ExitCode: r.ExitCode, Signal: r.Signal})
+		ts.relay.exit(api.TaskExit{Task: tag.First + i, Node: ag.name, ExitCode: r.ExitCode, Signal: r.Signal})
 	}); err != nil {
 		return nil
 	}
-	d.listTaskStep(job, uint32(step), ts)
-	d.keepRunStorage(job, tag.Start)
+	ag.listTaskStep(job, uint32(step), ts)
+	ag.keepRunStorage(job, tag.Start)
 	ts.relay.expect()
-	go d.awaitTaskStep(job, uint32(step), ts, tag.First, n)
+	go ag.awaitTaskStep(job, uint32(step), ts, tag.First, n)
 	return ts
 }
 
@@ -157,22 +157,22 @@ func (d *Daemon) adoptTasks(s *exec.Step) *taskStep {
 // still runs here, started before this daemon, whose batch step is gone (the
 // daemon was stopped with its jobs, or the machine rebooted) ends FAILED,
 // with the reason Slurm gives a batch job missing from its node.
-func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, started time.Time) {
+func (ag *Agent) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, started time.Time) {
 	var jobs api.JobsResponse
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		ctx, cancel := context.WithTimeout(d.ctx, 15*time.Second)
-		err := d.peers.Get(ctx, d.addr(d.cfg.APIPort), "/api/jobs", &jobs)
+		ctx, cancel := context.WithTimeout(ag.ctx, 15*time.Second)
+		err := ag.peers.Get(ctx, ag.addr(ag.cfg.APIPort), "/api/jobs", &jobs)
 		cancel()
 		if err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			d.log.Warn("the controller did not answer; re-attached jobs run on", "err", err)
+			ag.log.Warn("the controller did not answer; re-attached jobs run on", "err", err)
 			return
 		}
 		select {
-		case <-d.ctx.Done():
+		case <-ag.ctx.Done():
 			return
 		case <-time.After(time.Second):
 		}
@@ -180,18 +180,18 @@ func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, 
 	now := map[uint64]api.Job{}
 	for _, j := range jobs.Jobs {
 		now[j.ID] = j
-		if j.BatchHost != d.o.Name || j.State != api.StateRunning || adopted[j.ID] != nil || !j.StartTime.Before(started) {
+		if j.BatchHost != ag.name || j.State != api.StateRunning || adopted[j.ID] != nil || !j.StartTime.Before(started) {
 			continue
 		}
-		d.steps.mu.Lock()
-		_, here := d.steps.steps[j.ID]
-		d.steps.mu.Unlock()
+		ag.steps.mu.Lock()
+		_, here := ag.steps.steps[j.ID]
+		ag.steps.mu.Unlock()
 		if here {
 			continue
 		}
-		d.log.Warn("a running job's batch step is missing from this node", "job", j.ID)
+		ag.log.Warn("a running job's batch step is missing from this node", "job", j.ID)
 		t := time.Now()
-		go d.jobEnded(&j, api.JobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: reasonBatchMissing, Start: j.StartTime, End: t})
+		go ag.jobEnded(&j, api.JobEnd{JobID: j.ID, Node: ag.name, ExitCode: 1, Error: reasonBatchMissing, Start: j.StartTime, End: t})
 	}
 	// Re-attached srun steps of job runs the controller has ended.
 	for _, ts := range shares {
@@ -199,7 +199,7 @@ func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, 
 		n, _ := strconv.ParseUint(id, 10, 64)
 		j, ok := now[n]
 		if !ok || (j.State != api.StateRunning && j.State != api.StateCompleting) || !j.StartTime.Equal(ts.start) {
-			d.log.Warn("killing a re-attached step of a job that ended", "step", ts.step.ID())
+			ag.log.Warn("killing a re-attached step of a job that ended", "step", ts.step.ID())
 			ts.relay.giveUp()
 		}
 	}
@@ -211,16 +211,16 @@ func (d *Daemon) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, 
 			why = "unknown to the controller"
 		case j.State != api.StateRunning && j.State != api.StateCompleting:
 			why = fmt.Sprintf("it is %s", j.State)
-		case j.BatchHost != d.o.Name || j.Restarts != mine.Restarts:
+		case j.BatchHost != ag.name || j.Restarts != mine.Restarts:
 			why = "it runs elsewhere now"
 		}
-		d.steps.mu.Lock()
-		s := d.steps.steps[id]
-		d.steps.mu.Unlock()
+		ag.steps.mu.Lock()
+		s := ag.steps.steps[id]
+		ag.steps.mu.Unlock()
 		if why == "" || s == nil || stepEnded(s) {
 			continue
 		}
-		d.log.Warn("killing a re-attached job", "job", id, "why", why)
+		ag.log.Warn("killing a re-attached job", "job", id, "why", why)
 		s.Kill(0)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package agent
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 	"hpc/exec"
 )
 
-// stepTable is this node's agent state: the batch steps it runs, the srun
-// steps' tasks it runs, and the steps its daemon launches for srun.
+// stepTable is this node's agent state: the batch steps it runs and the
+// srun steps' tasks it runs.
 type stepTable struct {
 	mu    sync.Mutex
 	steps map[uint64]*exec.Step // batch steps, by job id
@@ -34,8 +35,6 @@ type stepTable struct {
 	// ended remembers the runs of jobs that ended here (job id and start
 	// time), so that a step launch arriving late starts nothing.
 	ended map[uint64]time.Time
-	// launches are the steps this node's daemon runs for their srun.
-	launches map[stepKey]*launch
 }
 
 // earlyKill is a kill that came before its step: the run it is for (its
@@ -46,17 +45,11 @@ type earlyKill struct{ start, at time.Time }
 // earlyKillAge is how long an early kill waits for its step.
 const earlyKillAge = 10 * time.Minute
 
-type stepKey struct {
-	job  uint64
-	step uint32
-}
-
 func newStepTable() *stepTable {
 	return &stepTable{
 		steps: map[uint64]*exec.Step{}, cancelled: map[uint64]earlyKill{},
 		jobs: map[uint64]*api.Job{}, released: map[uint64]api.ReleaseRequest{},
 		tasks: map[uint64]map[uint32]*taskStep{}, ended: map[uint64]time.Time{},
-		launches: map[stepKey]*launch{},
 	}
 }
 
@@ -89,7 +82,7 @@ func (t *stepTable) killAll(grace time.Duration) {
 	}
 }
 
-type signalRequest struct {
+type SignalRequest struct {
 	JobID    uint64        `json:"job_id"`
 	Signal   int           `json:"signal"` // 0: cancel
 	KillWait time.Duration `json:"kill_wait"`
@@ -103,36 +96,36 @@ type signalRequest struct {
 // answered, the job's end is reported through watch, a failure to start
 // included (an output file the user cannot write fails the job with
 // slurmstepd's reason).
-func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
+func (ag *Agent) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	if phase := r.URL.Query().Get("phase"); phase != "" {
-		d.handleNodeScript(w, r, phase) // prolog.go
+		ag.handleNodeScript(w, r, phase) // prolog.go
 		return
 	}
 	var j api.Job
 	if err := json.NewDecoder(r.Body).Decode(&j); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
-	d.steps.mu.Lock()
-	_, running := d.steps.steps[j.ID]
+	ag.steps.mu.Lock()
+	_, running := ag.steps.steps[j.ID]
 	if !running {
-		d.steps.steps[j.ID] = nil // reserved while launching
+		ag.steps.steps[j.ID] = nil // reserved while launching
 	}
-	d.steps.mu.Unlock()
+	ag.steps.mu.Unlock()
 	if running {
-		writeJSON(w, struct{}{}) // a repeated launch of the same job
+		peer.WriteJSON(w, struct{}{}) // a repeated launch of the same job
 		return
 	}
-	script := filepath.Join(d.o.Dir, "jobs", strconv.FormatUint(j.ID, 10), "script")
+	script := filepath.Join(ag.dir, "jobs", strconv.FormatUint(j.ID, 10), "script")
 	if err := writeScript(script, j.Spec.Script, j.UID, j.GID); err != nil {
-		d.steps.mu.Lock()
-		delete(d.steps.steps, j.ID)
-		d.steps.mu.Unlock()
-		writeErr(w, http.StatusInternalServerError, fmt.Errorf("write batch script: %w", err))
+		ag.steps.mu.Lock()
+		delete(ag.steps.steps, j.ID)
+		ag.steps.mu.Unlock()
+		peer.WriteErr(w, http.StatusInternalServerError, fmt.Errorf("write batch script: %w", err))
 		return
 	}
-	mine := allocOn(&j, d.o.Name)
-	tmp, scratch, serr := d.jobRunStorage(&j)                                     // jobstorage.go
+	mine := allocOn(&j, ag.name)
+	tmp, scratch, serr := ag.jobRunStorage(&j)                                    // jobstorage.go
 	img, ierr := batchImage(&j, filepath.Dir(filepath.Dir(script)), tmp, scratch) // container.go
 	if serr == nil {
 		serr = ierr
@@ -151,11 +144,11 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		MemMB:    mine.MemMB,
 		Job:      strconv.FormatUint(j.ID, 10),
 		JobMemMB: mine.MemMB,
-		Devices:  d.gresDevices(mine),
+		Devices:  ag.gresDevices(mine),
 		Image:    img,
 	}
-	spec.Env = d.stepEnv(&j, j.Spec.Env, envSlot{
-		masterAddr: d.nodeAddr(j.BatchHost), masterPort: d.masterPort(j.ID),
+	spec.Env = ag.stepEnv(&j, j.Spec.Env, envSlot{
+		masterAddr: ag.nodeAddr(j.BatchHost), masterPort: ag.masterPort(j.ID),
 		tmpDir: tmp, scratch: scratch,
 	})
 	if interp := interpreter(j.Spec.Script); interp != nil {
@@ -166,85 +159,85 @@ func (d *Daemon) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		spec.Stdout, spec.Stderr = "", ""
 	}
 	jc := j
-	d.steps.mu.Lock()
-	d.steps.jobs[j.ID] = &jc
-	delete(d.steps.ended, j.ID)
-	d.steps.mu.Unlock()
+	ag.steps.mu.Lock()
+	ag.steps.jobs[j.ID] = &jc
+	delete(ag.steps.ended, j.ID)
+	ag.steps.mu.Unlock()
 	var step *exec.Step
 	err := serr
 	if err == nil {
-		step, err = d.exec.Launch(spec)
+		step, err = ag.exec.Launch(spec)
 	}
 	if err != nil {
 		os.RemoveAll(filepath.Dir(script))
 		now := time.Now()
-		go d.jobEnded(&jc, api.JobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: 1, Error: err.Error(), Start: now, End: now})
-		writeJSON(w, struct{}{})
+		go ag.jobEnded(&jc, api.JobEnd{JobID: j.ID, Node: ag.name, ExitCode: 1, Error: err.Error(), Start: now, End: now})
+		peer.WriteJSON(w, struct{}{})
 		return
 	}
-	d.recordRunning(&jc) // reattach.go
-	d.steps.mu.Lock()
-	d.steps.steps[j.ID] = step
-	kill, cancelled := d.steps.cancelled[j.ID]
+	ag.recordRunning(&jc) // reattach.go
+	ag.steps.mu.Lock()
+	ag.steps.steps[j.ID] = step
+	kill, cancelled := ag.steps.cancelled[j.ID]
 	cancelled = cancelled && (kill.start.IsZero() || kill.start.Equal(j.StartTime))
-	delete(d.steps.cancelled, j.ID)
-	_, released := d.steps.released[j.ID]
-	d.steps.mu.Unlock()
+	delete(ag.steps.cancelled, j.ID)
+	_, released := ag.steps.released[j.ID]
+	ag.steps.mu.Unlock()
 	switch {
 	case cancelled:
-		step.Kill(d.killWait())
+		step.Kill(ag.cfg.KillWaitTime())
 	case released:
 		step.Kill(0)
 	}
-	go d.watch(&jc, step, filepath.Dir(script))
-	writeJSON(w, struct{}{})
+	go ag.watch(&jc, step, filepath.Dir(script))
+	peer.WriteJSON(w, struct{}{})
 }
 
 // watch waits for a batch step to end and reports the job's end.
-func (d *Daemon) watch(j *api.Job, step *exec.Step, dir string) {
+func (ag *Agent) watch(j *api.Job, step *exec.Step, dir string) {
 	res := step.Wait()
 	os.RemoveAll(dir)
-	e := api.JobEnd{JobID: j.ID, Node: d.o.Name, ExitCode: res.ExitCode, Signal: res.Signal, OOM: res.OOM, Start: res.Start, End: res.End,
-		Usage: stepUsage(res.Usage, d.o.Name)}
+	e := api.JobEnd{JobID: j.ID, Node: ag.name, ExitCode: res.ExitCode, Signal: res.Signal, OOM: res.OOM, Start: res.Start, End: res.End,
+		Usage: stepUsage(res.Usage, ag.name)}
 	if res.Err != nil {
 		e.Error = res.Err.Error()
 	}
 	if res.OOM {
 		e.ExitCode, e.Signal = 0, api.SigOOM&0x7f // OUT_OF_MEMORY 0:125, as Slurm shows it
 	}
-	d.jobEnded(j, e)
+	ag.jobEnded(j, e)
 }
 
 // jobEnded finishes a job on its batch host: an allocation that salloc or
 // srun released ends with the status they gave; the job's steps on every
 // node of the allocation are killed and its $TMPDIRs removed; the end is
 // reported to the leader until the leader has committed it.
-func (d *Daemon) jobEnded(j *api.Job, e api.JobEnd) {
-	d.forgetRunning(j.ID)
-	d.steps.mu.Lock()
-	delete(d.steps.steps, j.ID)
-	delete(d.steps.jobs, j.ID)
-	if rel, ok := d.steps.released[j.ID]; ok {
-		delete(d.steps.released, j.ID)
+func (ag *Agent) jobEnded(j *api.Job, e api.JobEnd) {
+	ag.forgetRunning(j.ID)
+	ag.steps.mu.Lock()
+	delete(ag.steps.steps, j.ID)
+	delete(ag.steps.jobs, j.ID)
+	if rel, ok := ag.steps.released[j.ID]; ok {
+		delete(ag.steps.released, j.ID)
 		e.ExitCode, e.Signal = rel.ExitCode, rel.Signal
 		e.OOM = e.OOM || rel.OOM
 	}
-	d.steps.mu.Unlock()
-	d.endOnNodes(j) // steps killed, then the epilogs (prolog.go)
+	ag.steps.mu.Unlock()
+	ag.endOnNodes(j) // steps killed, then the epilogs (prolog.go)
 	delay := 100 * time.Millisecond
 	for {
-		addr, err := d.localAPI()
+		addr, err := ag.localAPI()
 		if err == nil {
-			ctx, cancel := context.WithTimeout(d.ctx, 15*time.Second)
-			err = d.peers.CallNode(ctx, addr, "/internal/job-end", e, nil)
+			ctx, cancel := context.WithTimeout(ag.ctx, 15*time.Second)
+			err = ag.peers.CallNode(ctx, addr, "/internal/job-end", e, nil)
 			cancel()
 		}
 		if err == nil {
 			return
 		}
-		d.log.Warn("reporting job end failed; retrying", "job", j.ID, "err", err)
+		ag.log.Warn("reporting job end failed; retrying", "job", j.ID, "err", err)
 		select {
-		case <-d.ctx.Done():
+		case <-ag.ctx.Done():
 			return
 		case <-time.After(delay):
 		}
@@ -253,37 +246,37 @@ func (d *Daemon) jobEnded(j *api.Job, e api.JobEnd) {
 }
 
 // localAPI is this node's own TCP API, which forwards to the leader.
-func (d *Daemon) localAPI() (string, error) { return d.addr(d.cfg.APIPort), nil }
+func (ag *Agent) localAPI() (string, error) { return ag.addr(ag.cfg.APIPort), nil }
 
-func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request) {
-	var req signalRequest
+func (ag *Agent) handleSignal(w http.ResponseWriter, r *http.Request) {
+	var req SignalRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, err)
+		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
-	d.steps.mu.Lock()
-	step := d.steps.steps[req.JobID]
-	if j := d.steps.jobs[req.JobID]; step != nil && j != nil && !req.Start.IsZero() && !j.StartTime.Equal(req.Start) {
+	ag.steps.mu.Lock()
+	step := ag.steps.steps[req.JobID]
+	if j := ag.steps.jobs[req.JobID]; step != nil && j != nil && !req.Start.IsZero() && !j.StartTime.Equal(req.Start) {
 		step = nil // meant for another run of the job: not this one
 	}
 	if step == nil && req.Signal == 0 {
 		// Not started yet (or being started): it is killed as it starts.
 		now := time.Now()
-		for id, k := range d.steps.cancelled {
+		for id, k := range ag.steps.cancelled {
 			if now.Sub(k.at) > earlyKillAge {
-				delete(d.steps.cancelled, id)
+				delete(ag.steps.cancelled, id)
 			}
 		}
-		d.steps.cancelled[req.JobID] = earlyKill{start: req.Start, at: now}
+		ag.steps.cancelled[req.JobID] = earlyKill{start: req.Start, at: now}
 	}
-	d.steps.mu.Unlock()
+	ag.steps.mu.Unlock()
 	switch {
 	case step == nil:
 	case req.Signal == 0:
 		step.Kill(req.KillWait)
 		// The job's steps end with it, on every node.
-		if j := d.jobHere(req.JobID); j != nil {
-			go d.cleanupJob(j)
+		if j := ag.jobHere(req.JobID); j != nil {
+			go ag.cleanupJob(j)
 		}
 	default:
 		// scancel --signal: the job's steps, its batch shell (and the
@@ -292,8 +285,8 @@ func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request) {
 		kill := req.Signal == int(syscall.SIGKILL)
 		steps := kill || req.Scope == api.SignalSteps || req.Scope == api.SignalFull
 		batch := kill || req.Scope != api.SignalSteps
-		if j := d.jobHere(req.JobID); j != nil && steps {
-			go d.signalJobSteps(j, req.Signal)
+		if j := ag.jobHere(req.JobID); j != nil && steps {
+			go ag.signalJobSteps(j, req.Signal)
 		}
 		var err error
 		switch {
@@ -303,11 +296,11 @@ func (d *Daemon) handleSignal(w http.ResponseWriter, r *http.Request) {
 			err = step.Signal(syscall.Signal(req.Signal))
 		}
 		if err != nil {
-			writeErr(w, http.StatusInternalServerError, err)
+			peer.WriteErr(w, http.StatusInternalServerError, err)
 			return
 		}
 	}
-	writeJSON(w, struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }
 
 // writeScript stores the batch script where the job's user can read it.
@@ -366,84 +359,4 @@ func repeatCounts(v []int) string {
 		i = k
 	}
 	return strings.Join(parts, ",")
-}
-
-// expandPath turns an -o/-e pattern into a path, as sbatch's filename
-// patterns go: %j job id, %J job id with step ("12.batch"), %x job name,
-// %u user, %N the first node, %n node index (0), %t task (0), %s step
-// ("batch"), %A array master id (the job id), %a array index (4294967294
-// outside an array, as Slurm prints NO_VAL), %% a percent sign; a number
-// after the % zero-pads numbers to that width ("%4j" 0012). Relative paths
-// are taken from the job's working directory. An empty pattern gives def
-// (itself a pattern, or an already expanded path).
-func expandPath(pattern string, j *api.Job, def string) string {
-	if pattern == "" {
-		pattern = def
-	}
-	first := ""
-	if len(j.Alloc) > 0 {
-		first = j.Alloc[0].Node
-	}
-	id := strconv.FormatUint(j.ID, 10)
-	pad := func(s string, width int) string {
-		for len(s) < width {
-			s = "0" + s
-		}
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(pattern); i++ {
-		c := pattern[i]
-		if c != '%' || i+1 == len(pattern) {
-			b.WriteByte(c)
-			continue
-		}
-		k := i + 1
-		for k < len(pattern) && pattern[k] >= '0' && pattern[k] <= '9' {
-			k++
-		}
-		width, _ := strconv.Atoi(pattern[i+1 : k])
-		if k == len(pattern) {
-			b.WriteString(pattern[i:])
-			break
-		}
-		switch pattern[k] {
-		case 'j':
-			b.WriteString(pad(id, width))
-		case 'A':
-			if j.ArrayJobID != 0 {
-				b.WriteString(pad(strconv.FormatUint(j.ArrayJobID, 10), width))
-			} else {
-				b.WriteString(pad(id, width))
-			}
-		case 'J':
-			b.WriteString(pad(id, width) + ".batch")
-		case 'x':
-			b.WriteString(j.Spec.Name)
-		case 'u':
-			b.WriteString(j.User)
-		case 'N':
-			b.WriteString(first)
-		case 'n', 't':
-			b.WriteString(pad("0", width))
-		case 's':
-			b.WriteString("batch")
-		case 'a':
-			if j.ArrayJobID != 0 {
-				b.WriteString(pad(strconv.Itoa(j.ArrayTaskID), width))
-			} else {
-				b.WriteString(pad("4294967294", width))
-			}
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteString(pattern[i : k+1])
-		}
-		i = k
-	}
-	p := b.String()
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(j.Spec.WorkDir, p)
-	}
-	return p
 }

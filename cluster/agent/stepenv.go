@@ -1,4 +1,4 @@
-package cluster
+package agent
 
 import (
 	"net"
@@ -46,16 +46,16 @@ type envSlot struct {
 // step drops the SLURM_* variables of its base, as they describe the
 // submitter's own job if any; a task keeps its srun's (those of the batch
 // step around it) and gets its own over them.
-func (d *Daemon) stepEnv(j *api.Job, base []string, slot envSlot) []string {
-	mine := allocOn(j, d.o.Name)
-	set := d.jobVars(j)
+func (ag *Agent) stepEnv(j *api.Job, base []string, slot envSlot) []string {
+	mine := allocOn(j, ag.name)
+	set := ag.jobVars(j)
 	set["SLURM_CPUS_ON_NODE"] = strconv.Itoa(mine.CPUs)
-	set["SLURMD_NODENAME"] = d.o.Name
-	set["SLURM_TOPOLOGY_ADDR"] = d.o.Name
+	set["SLURMD_NODENAME"] = ag.name
+	set["SLURM_TOPOLOGY_ADDR"] = ag.name
 	set["SLURM_TOPOLOGY_ADDR_PATTERN"] = "node"
 	set["SLURM_PRIO_PROCESS"] = "0"
-	set["HPC_SOCKET"] = d.o.Socket
-	if conf := filepath.Join(filepath.Dir(d.o.Dir), "slurm.conf"); d.o.Dir != "" && fileExists(conf) {
+	set["HPC_SOCKET"] = ag.socket
+	if conf := filepath.Join(filepath.Dir(ag.dir), "slurm.conf"); ag.dir != "" && fileExists(conf) {
 		set["SLURM_CONF"] = conf
 	}
 	jobNodes := set["SLURM_JOB_NODELIST"]
@@ -68,7 +68,7 @@ func (d *Daemon) stepEnv(j *api.Job, base []string, slot envSlot) []string {
 	}
 	if slot.scratch != "" {
 		set["SCRATCH"] = slot.scratch
-		set["PROJECT"] = d.storage().projectDir(j)
+		set["PROJECT"] = ag.storage().projectDir(j)
 	}
 	gpus := gpuIndices(mine)
 	if gpus != "" {
@@ -111,8 +111,8 @@ func (d *Daemon) stepEnv(j *api.Job, base []string, slot envSlot) []string {
 		if s.CPUsPerTask > 1 || j.Spec.CPUsPerTask > 0 {
 			set["SLURM_CPUS_PER_TASK"] = strconv.Itoa(s.CPUsPerTask)
 		}
-		if n := d.cfg.Node(slot.launcher); n != nil {
-			port := strconv.Itoa(d.cfg.APIPort)
+		if n := ag.cfg.Node(slot.launcher); n != nil {
+			port := strconv.Itoa(ag.cfg.APIPort)
 			set["SLURM_LAUNCH_NODE_IPADDR"] = n.Addr
 			set["SLURM_SRUN_COMM_HOST"] = n.Addr
 			set["SLURM_SRUN_COMM_PORT"] = port
@@ -132,7 +132,7 @@ func (d *Daemon) stepEnv(j *api.Job, base []string, slot envSlot) []string {
 
 // jobVars are the variables that describe a job wherever its steps run
 // (and in salloc's shell).
-func (d *Daemon) jobVars(j *api.Job) map[string]string {
+func (ag *Agent) jobVars(j *api.Job) map[string]string {
 	jobNodes := hostlist.Compress(j.NodeNames())
 	cpus := make([]int, len(j.Alloc))
 	for i, a := range j.Alloc {
@@ -152,11 +152,11 @@ func (d *Daemon) jobVars(j *api.Job) map[string]string {
 		"SLURM_JOB_NUM_NODES":     strconv.Itoa(len(j.Alloc)),
 		"SLURM_NNODES":            strconv.Itoa(len(j.Alloc)),
 		"SLURM_JOB_CPUS_PER_NODE": repeatCounts(cpus),
-		"SLURM_TASKS_PER_NODE":    repeatCounts(jobTasksPerNode(j)),
+		"SLURM_TASKS_PER_NODE":    repeatCounts(j.TasksPerNode()),
 		"SLURM_SUBMIT_DIR":        j.Spec.WorkDir,
 		"SLURM_SUBMIT_HOST":       j.Spec.SubmitHost,
 		"SLURM_JOB_PARTITION":     j.Spec.Partition,
-		"SLURM_CLUSTER_NAME":      d.cfg.ClusterName,
+		"SLURM_CLUSTER_NAME":      ag.cfg.ClusterName,
 		"SLURM_JOB_ACCOUNT":       j.Account,
 		"SLURM_JOB_QOS":           qos,
 		"SLURM_JOB_UID":           strconv.FormatUint(uint64(j.UID), 10),
@@ -185,15 +185,15 @@ func (d *Daemon) jobVars(j *api.Job) map[string]string {
 		set["SLURM_MEM_PER_NODE"] = strconv.FormatInt(j.Spec.MemPerNodeMB, 10)
 	case j.Spec.MemPerCPUMB > 0:
 		set["SLURM_MEM_PER_CPU"] = strconv.FormatInt(j.Spec.MemPerCPUMB, 10)
-	case d.cfg.DefMemPerCPU > 0:
-		set["SLURM_MEM_PER_CPU"] = strconv.FormatInt(d.cfg.DefMemPerCPU, 10)
+	case ag.cfg.DefMemPerCPU > 0:
+		set["SLURM_MEM_PER_CPU"] = strconv.FormatInt(ag.cfg.DefMemPerCPU, 10)
 	}
 	return set
 }
 
-// allocEnv is what salloc's shell gets on top of its own environment.
-func (d *Daemon) allocEnv(j *api.Job) []string {
-	return mergeEnv(nil, d.jobVars(j), false)
+// AllocEnv is what salloc's shell gets on top of its own environment.
+func (ag *Agent) AllocEnv(j *api.Job) []string {
+	return mergeEnv(nil, ag.jobVars(j), false)
 }
 
 // mergeEnv puts set over base, in a stable order; dropSlurm leaves out
@@ -336,8 +336,8 @@ func gpuIndices(a api.NodeAlloc) string {
 }
 
 // nodeAddr is a node's address from the config ("" if unknown).
-func (d *Daemon) nodeAddr(name string) string {
-	if n := d.cfg.Node(name); n != nil {
+func (ag *Agent) nodeAddr(name string) string {
+	if n := ag.cfg.Node(name); n != nil {
 		return n.Addr
 	}
 	return ""
@@ -345,11 +345,11 @@ func (d *Daemon) nodeAddr(name string) string {
 
 // masterPort picks the rendezvous port of a job on this node: 10000 plus
 // the job id modulo 50000, or the next one that this node can bind.
-func (d *Daemon) masterPort(jobID uint64) int {
+func (ag *Agent) masterPort(jobID uint64) int {
 	base := int(jobID % 50000)
 	for i := range 200 {
 		p := 10000 + (base+i)%50000
-		l, err := net.Listen("tcp", net.JoinHostPort(d.self.Addr, strconv.Itoa(p)))
+		l, err := net.Listen("tcp", net.JoinHostPort(ag.self.Addr, strconv.Itoa(p)))
 		if err == nil {
 			l.Close()
 			return p
@@ -361,10 +361,10 @@ func (d *Daemon) masterPort(jobID uint64) int {
 // gresDevices are the device files of the GRES allocated on this node, from
 // gres.conf: device i of a name is the i-th file of that name's lines for
 // this node, in file order (how the scheduler numbers them).
-func (d *Daemon) gresDevices(mine api.NodeAlloc) []string {
+func (ag *Agent) gresDevices(mine api.NodeAlloc) []string {
 	files := map[string][]string{}
-	for _, g := range d.cfg.GresDevices {
-		if g.Node == d.o.Name {
+	for _, g := range ag.cfg.GresDevices {
+		if g.Node == ag.name {
 			files[g.Name] = append(files[g.Name], g.Files...)
 		}
 	}
