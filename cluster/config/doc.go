@@ -4,6 +4,6 @@
 // allowed) and the partitions. It also holds the Slurm time and memory syntax
 // shared by config and job options (ParseTime, ParseMem, FormatTime), and Lab,
 // the commented default configuration `hpc up` writes. It is pure: it imports
-// the standard library and cluster/hostlist only, and does no I/O beyond Load
+// the standard library, cluster/hostlist and internal/words only, and does no I/O beyond Load
 // reading the file it is given.
 package config

@@ -7,6 +7,8 @@
 // getopt_long parser of the Slurm-style commands (squeue, sinfo, scancel,
 // sacct, scontrol use it too). It is pure (no process state: the caller
 // passes the working directory, environment, file reader, stdin and the
-// time) and imports the standard library, cluster/api and cluster/config
-// (for the shared time and memory syntax) only.
+// time) and imports the standard library, cluster/api, cluster/config (for
+// the shared time and memory syntax) and internal/words only. It also
+// expands output file patterns (ExpandPath), reads --array (ParseArray)
+// and checks the container options (ValidateContainer).
 package jobspec
