@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The arrows of ARCHITECTURE.md: what each package of the project may
+// import of the project (tests excluded). A new import of the project
+// that is not here fails the test: add it here, and to ARCHITECTURE.md,
+// only if the arrow still points down.
+var allowedImports = map[string][]string{
+	"hpc":                  {"hpc/cluster", "hpc/cluster/config", "hpc/commands", "hpc/exec"},
+	"hpc/accounting":       {},
+	"hpc/sched":            {},
+	"hpc/exec":             {},
+	"hpc/internal/words":   {},
+	"hpc/cluster/api":      {},
+	"hpc/cluster/hostlist": {},
+	"hpc/cluster/config":   {"hpc/cluster/hostlist", "hpc/internal/words"},
+	"hpc/cluster/jobspec":  {"hpc/cluster/api", "hpc/cluster/config", "hpc/internal/words"},
+	"hpc/cluster/peer":     {"hpc/cluster/api", "hpc/cluster/config"},
+	"hpc/cluster/acct":     {"hpc/cluster/api", "hpc/sched"},
+	"hpc/cluster/fsm": {"hpc/accounting", "hpc/cluster/acct", "hpc/cluster/api", "hpc/cluster/config",
+		"hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/sched"},
+	"hpc/cluster/agent": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
+		"hpc/cluster/peer", "hpc/exec"},
+	"hpc/cluster": {"hpc/accounting", "hpc/cluster/acct", "hpc/cluster/agent", "hpc/cluster/api", "hpc/cluster/config",
+		"hpc/cluster/fsm", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/peer", "hpc/exec", "hpc/sched"},
+	"hpc/commands/format": {"hpc/cluster/api", "hpc/cluster/hostlist"},
+	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
+		"hpc/commands/format", "hpc/internal/words"},
+	"hpc/internal/testrootfs": {},
+	"hpc/e2e":                 {},
+}
+
+func TestImportArrows(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	err = filepath.WalkDir(root, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && (strings.HasPrefix(e.Name(), ".") || e.Name() == "testdata" || e.Name() == "bin") && path != root {
+			return filepath.SkipDir
+		}
+		if e.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := "hpc"
+		if rel != "." {
+			pkg += "/" + filepath.ToSlash(rel)
+		}
+		allowed, known := allowedImports[pkg]
+		if !known {
+			t.Errorf("package %s is not in the table of arrows (ARCHITECTURE.md)", pkg)
+			return nil
+		}
+		seen[pkg] = true
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if (p == "hpc" || strings.HasPrefix(p, "hpc/")) && !slices.Contains(allowed, p) {
+				t.Errorf("%s imports %s: an arrow ARCHITECTURE.md does not have", filepath.Join(rel, filepath.Base(path)), p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg := range allowedImports {
+		if !seen[pkg] && pkg != "hpc/e2e" {
+			t.Errorf("package %s in the table has no files", pkg)
+		}
+	}
+}
