@@ -76,8 +76,8 @@ type Daemon struct {
 	bolt  *raftboltdb.BoltStore
 	exec  *exec.Executor
 	kick  chan struct{}
-	http  *http.Client
-	peers *peer.Caller // signed calls to the nodes' APIs
+	creds *peer.Credentials // this node's certificate and the cluster's CA
+	peers *peer.Caller      // signed calls to the nodes' APIs, over TLS
 	srvs  []*http.Server
 	agent *agent.Agent
 	// launches are the steps this node runs for their srun (the launcher).
@@ -120,17 +120,21 @@ func Start(o Options) (*Daemon, error) {
 		o: o, cfg: cfg, self: self, log: o.Logger.With("node", o.Name),
 		ctx: ctx, stop: cancel,
 		kick:     make(chan struct{}, 1),
-		http:     &http.Client{Timeout: 30 * time.Second},
 		launches: map[stepKey]*launch{},
 		view:     newSchedView(),
 	}
-	d.peers = &peer.Caller{Key: o.Key, Config: cfg, HTTP: d.http}
 	ok := false
 	defer func() {
 		if !ok {
 			d.Shutdown()
 		}
 	}()
+
+	creds, err := peer.NodeCredentials(o.Dir, o.Name, []string{self.Addr}, o.Key)
+	if err != nil {
+		return nil, fmt.Errorf("node credentials: %w", err)
+	}
+	d.creds, d.peers = creds, peer.NewCaller(o.Key, cfg, creds)
 
 	ex, err := exec.New(exec.Options{StateDir: filepath.Join(o.Dir, "exec"), NodeName: o.Name, ForcePlain: o.ForcePlain, Logger: d.log})
 	if err != nil {
@@ -191,10 +195,11 @@ func (d *Daemon) startRaft() error {
 	if err != nil {
 		return err
 	}
-	trans, err := raft.NewTCPTransport(bind, advertise, 3, 10*time.Second, io.Discard)
+	stream, err := newTLSStream(bind, advertise, d.creds.ServerConfig(), d.creds.ClientConfig())
 	if err != nil {
 		return fmt.Errorf("raft listen on %s: %w", bind, err)
 	}
+	trans := raft.NewNetworkTransport(stream, 3, 10*time.Second, io.Discard)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(d.o.Name)
 	rc.HeartbeatTimeout = raftHeartbeat

@@ -3,10 +3,12 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -75,6 +77,9 @@ func (d *Daemon) startServers() error {
 		ul.Close()
 		return fmt.Errorf("listen on %s: %w", d.addr(d.cfg.APIPort), err)
 	}
+	// Other nodes only: a client certificate of this cluster is required
+	// before a byte of HTTP is read.
+	tl = tls.NewListener(tl, d.creds.ServerConfig())
 	tcpSrv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, body, err := peer.Verify(d.o.Key, r)
@@ -88,6 +93,9 @@ func (d *Daemon) startServers() error {
 			mux.ServeHTTP(w, r.WithContext(ctx))
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Failed handshakes (a process without the cluster's
+		// credentials) are for the debug log, not the daemon's stderr.
+		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
 	}
 	d.srvs = append(d.srvs, unixSrv, tcpSrv)
 	for _, s := range []struct {
@@ -162,7 +170,7 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identit
 		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return true
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+target+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, peer.URL(target, r.URL.RequestURI()), bytes.NewReader(body))
 	if err != nil {
 		peer.WriteErr(w, http.StatusInternalServerError, err)
 		return true
@@ -170,7 +178,7 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identit
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(hdrHops, strconv.Itoa(hops+1))
 	peer.Sign(d.o.Key, req, id, body)
-	resp, err := d.http.Do(req)
+	resp, err := d.peers.HTTP.Do(req)
 	if err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader, Detail: err.Error()})
 		return true

@@ -190,7 +190,7 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunch
 		var resp *http.Response
 		if err == nil {
 			// No overall timeout: the answer lasts as long as the tasks run.
-			resp, err = d.peers.Post(ctx, peer.Identity{Node: true}, addr, path, lr, &http.Client{})
+			resp, err = d.peers.Post(ctx, peer.Identity{Node: true}, addr, path, lr, d.peers.Stream)
 		}
 		if err != nil {
 			var ae *api.Error

@@ -8,17 +8,39 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 )
 
-// Caller makes signed requests to the nodes' APIs.
+// Caller makes signed requests to the nodes' APIs, over TLS with this
+// node's certificate.
 type Caller struct {
 	Key    []byte         // the cluster key
 	Config *config.Config // where the nodes are
-	HTTP   *http.Client
+	// HTTP makes calls that answer within 30 s; Stream, calls whose
+	// answer streams for as long as a step runs.
+	HTTP, Stream *http.Client
 }
+
+// NewCaller returns the caller of a node with these credentials.
+func NewCaller(key []byte, cfg *config.Config, creds *Credentials) *Caller {
+	tr := &http.Transport{
+		TLSClientConfig:     creds.ClientConfig(),
+		ForceAttemptHTTP2:   false,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	}
+	return &Caller{Key: key, Config: cfg,
+		HTTP:   &http.Client{Timeout: 30 * time.Second, Transport: tr},
+		Stream: &http.Client{Transport: tr}}
+}
+
+// URL is the address of path on the API at addr.
+func URL(addr, path string) string { return "https://" + addr + path }
 
 // API is a node's API address.
 func (c *Caller) API(name string) (string, error) {
@@ -55,7 +77,7 @@ func (c *Caller) Post(ctx context.Context, id Identity, addr, path string, in an
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, URL(addr, path), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +100,7 @@ func (c *Caller) Post(ctx context.Context, id Identity, addr, path string, in an
 
 // Get sends a signed node-to-node GET and decodes its answer into out.
 func (c *Caller) Get(ctx context.Context, addr, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, URL(addr, path), nil)
 	if err != nil {
 		return err
 	}
