@@ -528,9 +528,9 @@ type ctrLaunch struct {
 	planFile   *os.File
 	results    *os.File
 	resultPath string
-	evR, evW   *os.File // the supervisor's events
-	evs        *json.Decoder
-	goR, goW   *os.File // its go-ahead
+	evR, evW   *os.File   // the supervisor's events
+	evs        *supReader // supevents.go
+	goR, goW   *os.File   // its go-ahead
 	c          *libcontainer.Container
 	sup        *libcontainer.Process
 	notice     *os.File // the step's stderr, for the OOM notice (finishStep)
@@ -692,13 +692,10 @@ func (l *ctrLaunch) startSupervisor(groups []uint32) (supEvent, error) {
 	if runErr != nil {
 		return supEvent{}, l.fail(false, fmt.Errorf("start container: %w", runErr))
 	}
-	l.evs = json.NewDecoder(l.evR)
-	var first supEvent
-	if err := l.evs.Decode(&first); err != nil || !first.Started {
-		if first.Err == "" {
-			first.Err = fmt.Sprintf("the step's supervisor ended before its tasks started (%v)", err)
-		}
-		return supEvent{}, l.fail(true, errors.New(first.Err))
+	l.evs = newSupReader(l.evR)
+	first, err := l.evs.started(len(l.plan.Tasks))
+	if err != nil {
+		return supEvent{}, l.fail(true, err)
 	}
 	return first, nil
 }
@@ -753,16 +750,23 @@ func (l *ctrLaunch) watch(k *ctrStep, cgPaths map[string]string) {
 	results := make([]TaskResult, n)
 	got := make([]bool, n)
 	var ended sync.WaitGroup
+	var bad error // a malformed report: the step fails with it
 	for {
-		var ev supEvent
-		if l.evs.Decode(&ev) != nil || ev.Done {
+		ev, done, err := l.evs.taskEnd(got)
+		if errors.Is(err, errMalformedReport) {
+			// Nothing it reports can be trusted any more: the step ends
+			// here, its tasks with it.
+			bad = err
+			_ = k.kill()
 			break
 		}
-		if !ev.End || ev.Task < 0 || ev.Task >= n || got[ev.Task] {
-			continue
+		if err != nil { // the pipe failed: as if the supervisor had gone
+			break
+		}
+		if done {
+			break
 		}
 		i := ev.Task
-		got[i] = true
 		results[i] = TaskResult{ExitCode: ev.Exit, Signal: ev.Signal}
 		if tio != nil {
 			ended.Go(func() { tio.reportEnd(spec, i, results[i]) })
@@ -785,6 +789,9 @@ func (l *ctrLaunch) watch(k *ctrStep, cgPaths map[string]string) {
 	settleTasks(tio, &ended)
 	res := l.r.finishStep(l.c, spec, cgPaths, results, l.notice, tio != nil)
 	res.Start, res.End = l.start, end
+	if bad != nil && res.Err == nil {
+		res.Err = fmt.Errorf("step %s: %w", spec.ID, bad)
+	}
 	if res.Err == nil && werr != nil && !isExitError(werr) {
 		res.Err = fmt.Errorf("wait for step %s: %w", spec.ID, werr)
 	}

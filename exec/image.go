@@ -707,10 +707,11 @@ func checkRuntime(root string, rt *runtimeInfo) error {
 // root. The empty files that earlier steps' binds left as mount points do
 // not count.
 func hasFile(root, p string) bool {
-	f, err := inRoot(root, p)
+	f, err := openInImage(root, p) // imagefile.go: links never lead out
 	if err != nil {
 		return false
 	}
-	fi, err := os.Stat(f)
+	defer f.Close()
+	fi, err := f.Stat()
 	return err == nil && fi.Mode().IsRegular() && fi.Size() > 0
 }

@@ -5,8 +5,9 @@ package exec
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
 )
 
 // An image knows nothing of the cluster's users: its /etc/passwd and
@@ -55,7 +57,10 @@ func (r *containerRuntime) userFiles(spec *StepSpec) ([]*configs.Mount, error) {
 	}
 	var out []*configs.Mount
 	for _, f := range files {
-		text := imageFile(spec.Image.root, "/etc/"+f.name)
+		text, err := imageEtcFile(spec.Image, f.name)
+		if err != nil {
+			return nil, err
+		}
 		if !hasID(text, f.id) {
 			if len(text) > 0 && !bytes.HasSuffix(text, []byte("\n")) {
 				text = append(text, '\n')
@@ -71,23 +76,24 @@ func (r *containerRuntime) userFiles(spec *StepSpec) ([]*configs.Mount, error) {
 	return out, nil
 }
 
-// imageFile reads a regular file of the image (links resolved inside it),
-// up to 1 MiB; nothing when it is not there.
-func imageFile(root, p string) []byte {
-	path, err := inRoot(root, p)
-	if err != nil {
-		return nil
+// imageEtcFile reads the image's /etc/<name> as root, confined to the
+// image (readImageFile): a symbolic link resolves inside it, so one that
+// names a host file (the cluster key, say) finds nothing there, and the
+// step's copy is made without it, as for an image that has none. What is
+// there but cannot be read as a passwd or group file (not a regular file,
+// over maxImageFile, a link loop) refuses the step with the reason.
+func imageEtcFile(img *Image, name string) ([]byte, error) {
+	b, err := readImageFile(img.root, "/etc/"+name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENOTDIR):
+		return nil, nil
+	case errors.As(err, new(unix.Errno)): // a link loop, say
+		err = fmt.Errorf("its /etc/%s cannot be opened: %s", name, errnoText(err))
+		fallthrough
+	case err != nil:
+		return nil, &ImageError{What: "container image", Path: img.Path, Err: err}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, 1<<20))
-	return b
+	return b, nil
 }
 
 // hasID reports whether a passwd or group file has an entry with id as its

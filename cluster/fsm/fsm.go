@@ -138,6 +138,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 // whose accounting rows it changed. Called with f.mu held. It is the one
 // place an operation is dispatched to its code.
 func (f *FSM) apply(op Op) (Result, []uint64) {
+	if err := checkTime("entry time", entryTime(op)); err != nil {
+		return Result{Err: err}, nil
+	}
 	switch op := op.(type) {
 	case *Submit:
 		return f.applySubmit(op)

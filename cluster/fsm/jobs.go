@@ -18,6 +18,9 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 	if op.Job == nil {
 		return Result{Err: errors.New("submit entry without a job")}, nil
 	}
+	if err := checkSubmit(op.Job); err != nil {
+		return Result{Err: err}, nil
+	}
 	// A job array is one job per index, with consecutive ids; the array's
 	// id is the first one's.
 	indices := []int{-1}
@@ -25,6 +28,10 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 		var err error
 		if indices, _, err = jobspec.ParseArray(op.Job.Spec.Array); err != nil {
 			return Result{Err: err}, nil
+		}
+		// ParseArray's step may overflow into negative indices.
+		if indices[0] < 0 {
+			return Result{Err: &api.Error{Message: "Invalid job array specification"}}, nil
 		}
 	}
 	// Submit limits (MaxSubmitJobs...) are checked here, against the jobs
@@ -35,7 +42,7 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 	first := st.NextJobID
 	ids := make([]uint64, 0, len(indices))
 	for _, idx := range indices {
-		j := *op.Job
+		j := submitted(op.Job)
 		j.ID = st.NextJobID
 		st.NextJobID++
 		if idx >= 0 {
@@ -54,6 +61,11 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 }
 
 func (f *FSM) applyStart(op *Start) (Result, []uint64) {
+	for i := range op.Starts {
+		if err := f.checkStart(&op.Starts[i]); err != nil {
+			return Result{Err: err}, nil
+		}
+	}
 	var ids []uint64
 	var cpus *cpuUse
 	for _, s := range op.Starts {
@@ -98,7 +110,7 @@ func (f *FSM) applyReasons(op *Reasons) (Result, []uint64) {
 func (f *FSM) applyEnd(op *End) (Result, []uint64) {
 	e := &op.End
 	j := f.st.Jobs[e.JobID]
-	if j == nil || j.State.Final() || j.BatchHost != e.Node {
+	if j == nil || (j.State != api.StateRunning && j.State != api.StateCompleting) || j.BatchHost != e.Node {
 		return Result{}, nil // a replayed or stale report
 	}
 	j = f.jobForWrite(e.JobID)
@@ -149,6 +161,11 @@ func (f *FSM) applyTimeout(op *Timeout) (Result, []uint64) {
 }
 
 func (f *FSM) applyPreempt(op *Preempt) (Result, []uint64) {
+	for _, m := range op.Preempts {
+		if m.Mode != "REQUEUE" && m.Mode != "CANCEL" {
+			return Result{Err: badEntry("unknown preempt mode %q", m.Mode)}, nil
+		}
+	}
 	var ids []uint64
 	for _, m := range op.Preempts {
 		if j := f.st.Jobs[m.JobID]; j != nil && j.State == api.StateRunning && j.Preempted == "" {
@@ -163,6 +180,9 @@ func (f *FSM) applyPreempt(op *Preempt) (Result, []uint64) {
 }
 
 func (f *FSM) applyHold(op *Hold) (Result, []uint64) {
+	if !validHold(op.Hold) {
+		return Result{Err: badEntry("unknown hold %q", op.Hold)}, nil
+	}
 	for _, id := range op.JobIDs {
 		j := f.st.Jobs[id]
 		switch {
@@ -179,6 +199,9 @@ func (f *FSM) applyHold(op *Hold) (Result, []uint64) {
 }
 
 func (f *FSM) applyRequeue(op *Requeue) (Result, []uint64) {
+	if op.Hold != "" && op.Hold != api.HoldRequeue {
+		return Result{Err: badEntry("unknown requeue hold %q", op.Hold)}, nil
+	}
 	var ids []uint64
 	for _, id := range op.JobIDs {
 		if j := f.st.Jobs[id]; j != nil && j.State == api.StateRunning {
@@ -207,6 +230,9 @@ func (f *FSM) applyNodeState(op *NodeStateChange) (Result, []uint64) {
 	if ns == nil {
 		return Result{Err: fmt.Errorf("unknown node %s", op.Node)}, nil
 	}
+	if !validNodeState(op.State) {
+		return Result{Err: badEntry("unknown node state %q", op.State)}, nil
+	}
 	ns.State, ns.Reason, ns.Since, ns.By = op.State, op.Why, op.Time, -1
 	if op.State == "DRAIN" || op.State == "ADMIN_DOWN" {
 		ns.By = int64(op.UID)
@@ -231,6 +257,9 @@ func (f *FSM) applyNodeState(op *NodeStateChange) (Result, []uint64) {
 }
 
 func (f *FSM) applyUpdateJob(op *UpdateJob) (Result, []uint64) {
+	if err := f.checkUpdate(&op.Update); err != nil {
+		return Result{Err: err}, nil
+	}
 	j, err := f.unfinishedJob(op.JobID)
 	if err != nil {
 		return Result{Err: err}, nil

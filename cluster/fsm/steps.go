@@ -23,12 +23,15 @@ func (f *FSM) applyStepStart(op *StepStart) (Result, []uint64) {
 	case j.State != api.StateRunning || j.CancelRequested:
 		return Result{Err: &api.Error{Message: api.ErrAlreadyDone}}, nil
 	}
+	if err := checkStep(j, &op.Step); err != nil {
+		return Result{Err: err}, nil
+	}
 	j = f.jobForWrite(op.JobID)
 	s := op.Step
 	s.ID = j.NextStepID
 	s.State = api.StateRunning
 	s.Start, s.End = op.Time, time.Time{}
-	s.ExitCode, s.Signal = 0, 0
+	s.ExitCode, s.Signal, s.Usage = 0, 0, nil
 	j.NextStepID++
 	j.Steps = append(append([]api.Step(nil), j.Steps...), s)
 	f.recordStep(j, &j.Steps[len(j.Steps)-1])

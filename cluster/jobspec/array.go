@@ -38,6 +38,7 @@ func ParseArray(spec string) (indices []int, limit int, err error) {
 		if err1 != nil || err2 != nil || err3 != nil || lo < 0 || hi < lo || step < 1 || hi >= maxArraySize || (hasStep && !isRange) {
 			return nil, 0, bad
 		}
+		step = min(step, maxArraySize) // a longer step would overflow i
 		for i := lo; i <= hi; i += step {
 			if !seen[i] {
 				seen[i] = true

@@ -18,6 +18,7 @@ func TestParseArray(t *testing.T) {
 		{spec: "0-15%4", idx: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, limit: 4},
 		{spec: "1000", idx: []int{1000}},
 		{spec: "1001", bad: true},
+		{spec: "999-1000:9223372036854775807", idx: []int{999}},
 		{spec: "3-1", bad: true},
 		{spec: "1:2", bad: true},
 		{spec: "a-b", bad: true},
