@@ -114,29 +114,45 @@ func TestStorageLab(t *testing.T) {
 	})
 
 	// Scratch is world-writable, so anyone can make a directory there; one
-	// under another user's name is not taken as that user's $SCRATCH.
+	// under another user's name is not taken as that user's $SCRATCH: it
+	// is moved aside (the reason in the node's log) and the job, which
+	// does not fail, gets a directory of its user's own.
 	t.Run("NoTrapInScratch", func(t *testing.T) {
 		l := l.with(t)
 		trap := filepath.Join(scratch, "root")
+		os.RemoveAll(trap)
 		if err := os.Mkdir(trap, 0o777); err != nil {
 			t.Fatal(err)
 		}
 		os.Chown(trap, nobody, nobody)
 		rootDir := filepath.Join(l.top, "root-work")
 		os.Mkdir(rootDir, 0o755)
-		out, _, code := l.run(0, rootDir, "submit", "--wait", "--wrap", `touch "$SCRATCH/secret"`)
-		if code == 0 {
-			t.Fatalf("a job wrote into a directory of nobody's: %s", out)
+		out, errs, code := l.run(0, rootDir, "submit", "--wait", "--wrap", `touch "$SCRATCH/secret"`)
+		if code != 0 {
+			t.Fatalf("the job failed: %s %s", out, errs)
 		}
-		id := submittedID(t, out)
-		if row := l.acctRow(id); !strings.Contains(row, "|FAILED|") {
-			t.Errorf("acct row %q", row)
+		moved, _ := filepath.Glob(filepath.Join(scratch, ".refused-root-*"))
+		if len(moved) != 1 || owner(t, moved[0]) != nobody {
+			t.Errorf("the trap was not moved aside: %v", moved)
 		}
-		if show := l.scontrolJob(id); !strings.Contains(show, "belongs_to_uid_65534") {
-			t.Errorf("scontrol show job does not say why:\n%s", show)
+		if owner(t, trap) != 0 {
+			t.Errorf("root's $SCRATCH belongs to uid %d", owner(t, trap))
 		}
-		if _, err := os.Stat(filepath.Join(trap, "secret")); err == nil {
-			t.Error("the job wrote into the trap")
+		if _, err := os.Stat(filepath.Join(trap, "secret")); err != nil {
+			t.Errorf("the job's file is not in its own $SCRATCH: %v", err)
+		}
+		logs := ""
+		for i := 1; i <= 3; i++ {
+			b, _ := os.ReadFile(filepath.Join(l.dir, fmt.Sprintf("node%d", i), "hpc.log"))
+			logs += string(b)
+		}
+		if !strings.Contains(logs, "moved aside") || !strings.Contains(logs, "a directory of uid 65534") {
+			t.Errorf("no node's log says why")
+		}
+		for _, m := range moved {
+			if _, err := os.Stat(filepath.Join(m, "secret")); err == nil {
+				t.Error("the job wrote into the trap")
+			}
 		}
 	})
 }

@@ -16,6 +16,8 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/peer"
 	"hpc/exec"
+
+	"golang.org/x/sys/unix"
 )
 
 // stepTable is this node's agent state: the batch steps it runs and the
@@ -303,22 +305,44 @@ func (ag *Agent) handleSignal(w http.ResponseWriter, r *http.Request) {
 	peer.WriteJSON(w, struct{}{})
 }
 
-// writeScript stores the batch script where the job's user can read it.
+// writeScript stores the batch script where the job's user can read it:
+// a directory of the job's own (made anew: one an earlier run left was
+// its user's, and nothing is ever written into it) holding the script,
+// both the user's. The file is made with O_EXCL|O_NOFOLLOW and given to
+// the user through its descriptor, so root never writes or chowns
+// through a link someone put there.
 func writeScript(path, script string, uid, gid uint32) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(script), 0o500); err != nil {
+	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	if os.Geteuid() == 0 {
-		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
-			return err
-		}
-		return os.Chown(path, int(uid), int(gid))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
 	}
-	return nil
+	dfd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, filepath.Base(path), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o500)
+	if err != nil {
+		return &os.PathError{Op: "create", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if _, err := f.WriteString(script); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if err := f.Chown(int(uid), int(gid)); err != nil {
+		return err
+	}
+	return unix.Fchown(dfd, int(uid), int(gid))
 }
 
 // interpreter returns the #! line's command, or nil.

@@ -1,18 +1,18 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+
+	"golang.org/x/sys/unix"
 )
 
 // runStorage makes sure a job run's storage is prepared once on this node,
@@ -121,33 +121,81 @@ func makeArea(dir string, mode os.FileMode) error {
 }
 
 // makeOwnedDir makes a directory of uid:gid with mode, or checks the one
-// that is there: a directory (not a link) and, with mine, uid's. In a
-// world-writable area someone else's directory under a user's name is
-// refused, so that nobody can set a trap that a user's jobs would write
-// into. As another user than root, everything is the daemon's own and uid
-// is not checked.
-func makeOwnedDir(dir string, uid, gid uint32, mode os.FileMode, mine bool) error {
-	err := os.Mkdir(dir, 0o700)
-	switch {
-	case errors.Is(err, os.ErrExist):
-		fi, err := os.Lstat(dir)
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && mine && os.Geteuid() == 0 && st.Uid != uid {
-			return fmt.Errorf("%s belongs to uid %d, not to uid %d", dir, st.Uid, uid)
-		}
-		return nil
-	case err != nil:
-		return err
+// that is there: a directory (not a link) and, with mine, uid's. Every
+// change is made through a descriptor opened without following links, so
+// root never chowns or chmods through a link. In a world-writable area,
+// anything else under a user's name (someone else's directory, a link, a
+// file: a trap that the user's jobs would write into, or a way to make
+// them fail) is moved aside, with the reason in the daemon's log, and the
+// user gets a directory of their own: the job does not fail. As another
+// user than root, everything is the daemon's own and uid is not checked.
+func (ag *Agent) makeOwnedDir(dir string, uid, gid uint32, mode os.FileMode, mine bool) error {
+	parent, name := filepath.Split(dir)
+	pfd, err := unix.Open(parent, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: parent, Err: err}
 	}
-	if os.Geteuid() == 0 {
-		if err := os.Lchown(dir, int(uid), int(gid)); err != nil {
-			return err
+	defer unix.Close(pfd)
+	root := os.Geteuid() == 0
+	for try := 0; ; try++ {
+		made := true
+		if err := unix.Mkdirat(pfd, name, 0o700); err == unix.EEXIST {
+			made = false
+		} else if err != nil {
+			return &os.PathError{Op: "mkdir", Path: dir, Err: err}
 		}
+		fd, err := unix.Openat(pfd, name, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		var st unix.Stat_t
+		if err == nil {
+			if err = unix.Fstat(fd, &st); err != nil {
+				unix.Close(fd)
+			}
+		}
+		foreign := err == nil && !made && mine && root && st.Uid != uid
+		if err == nil && !foreign {
+			defer unix.Close(fd)
+			if !made {
+				return nil
+			}
+			if root {
+				if err := unix.Fchown(fd, int(uid), int(gid)); err != nil {
+					return &os.PathError{Op: "chown", Path: dir, Err: err}
+				}
+			}
+			if err := unix.Fchmod(fd, unixMode(mode)); err != nil {
+				return &os.PathError{Op: "chmod", Path: dir, Err: err}
+			}
+			return nil
+		}
+		if err == nil {
+			unix.Close(fd) // someone else's: not ours to use
+		}
+		if !mine || !root || try > 0 {
+			if err == nil {
+				err = fmt.Errorf("belongs to uid %d, not to uid %d", st.Uid, uid)
+			}
+			return &os.PathError{Op: "use", Path: dir, Err: err}
+		}
+		aside := fmt.Sprintf(".refused-%s-%d", name, time.Now().UnixNano())
+		if err := unix.Renameat(pfd, name, pfd, aside); err != nil {
+			return &os.PathError{Op: "move aside", Path: dir, Err: err}
+		}
+		why := "not a directory"
+		if foreign {
+			why = fmt.Sprintf("a directory of uid %d", st.Uid)
+		}
+		ag.log.Warn("a user's storage directory was taken: moved aside", "dir", dir, "was", why, "moved_to", filepath.Join(parent, aside), "uid", uid)
 	}
-	return os.Chmod(dir, mode)
+}
+
+// unixMode is mode as chmod(2) takes it, setgid and sticky bits included.
+func unixMode(mode os.FileMode) uint32 {
+	m := uint32(mode.Perm())
+	if mode&os.ModeSetgid != 0 {
+		m |= unix.S_ISGID
+	}
+	if mode&os.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	return m
 }

@@ -484,7 +484,7 @@ func (ag *Agent) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err er
 		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
 	}
 	scratch = areas.scratchDir(j)
-	if err := makeOwnedDir(scratch, j.UID, j.GID, 0o700, true); err != nil {
+	if err := ag.makeOwnedDir(scratch, j.UID, j.GID, 0o700, true); err != nil {
 		return "", "", fmt.Errorf("cannot make SCRATCH: %w", err)
 	}
 	if err := makeArea(areas.Project, 0o755); err != nil {
@@ -492,7 +492,7 @@ func (ag *Agent) jobStorage(j *api.Job, fresh bool) (tmp, scratch string, err er
 	}
 	// Only root makes directories in the project area: one that is there
 	// may have been handed to someone (a PI) by an administrator.
-	if err := makeOwnedDir(areas.projectDir(j), 0, j.GID, os.ModeSetgid|0o770, false); err != nil {
+	if err := ag.makeOwnedDir(areas.projectDir(j), 0, j.GID, os.ModeSetgid|0o770, false); err != nil {
 		return "", "", fmt.Errorf("cannot make PROJECT: %w", err)
 	}
 	return tmp, scratch, nil
