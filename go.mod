@@ -13,6 +13,7 @@ require (
 	github.com/opencontainers/runc v1.5.3
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sys v0.46.0
+	golang.org/x/time v0.16.0
 )
 
 require (

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -63,6 +64,12 @@ func runDaemon(c *cli.Context) error {
 	cfg, err := config.LoadAll(confPath)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("hpc daemon: %v", err), 1)
+	}
+	if cfg.SlurmUser == "" && os.Geteuid() != 0 {
+		// A lab of a normal user's: its daemons' user is its SlurmUser.
+		if u, err := user.Current(); err == nil {
+			cfg.SlurmUser = u.Username
+		}
 	}
 	raw, err := os.ReadFile(keyPath)
 	if err != nil {

@@ -116,6 +116,9 @@ func Open(path string) (*Store, error) {
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("accounting: %s is a directory, not a database file", abs)
 	}
+	if err := ownerGroupOnly(abs); err != nil {
+		return nil, fmt.Errorf("accounting: %w", err)
+	}
 
 	s := &Store{path: abs}
 	fail := func(err error) (*Store, error) {
@@ -279,4 +282,24 @@ func classify(err error) error {
 func uriPath(p string) string {
 	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 	return r.Replace(p)
+}
+
+// ownerGroupOnly makes the database file 0640 (others may not read every
+// user's jobs), created so before SQLite opens it, so that its journal
+// and WAL files, which SQLite makes with the database's mode, are too.
+// An existing file is only ever tightened.
+func ownerGroupOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o640)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if m := fi.Mode().Perm(); m&^0o640 != 0 {
+		return f.Chmod(m & 0o640)
+	}
+	return nil
 }

@@ -246,3 +246,36 @@ func TestCorruptPagesGiveErrorsNotPanics(t *testing.T) {
 		})
 	}
 }
+
+// The database is 0640, and so are the files SQLite makes beside it; one
+// made wider before is tightened.
+func TestStoreFileMode(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "acct.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertBatch([]JobRecord{{JobID: 1, Name: "x", State: "PENDING"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		fi, _ := e.Info()
+		if fi.Mode().Perm()&0o007 != 0 {
+			t.Errorf("%s is %v", e.Name(), fi.Mode())
+		}
+	}
+	s.Close()
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+		t.Errorf("reopened: %v", fi.Mode())
+	}
+}

@@ -80,6 +80,8 @@ type Daemon struct {
 	peers *peer.Caller      // signed calls to the nodes' APIs, over TLS
 	srvs  []*http.Server
 	agent *agent.Agent
+	// submits holds each user's submissions to a rate (ratelimit.go).
+	submits *submitLimiter
 	// launches are the steps this node runs for their srun (the launcher).
 	launchMu sync.Mutex
 	launches map[stepKey]*launch
@@ -121,6 +123,7 @@ func Start(o Options) (*Daemon, error) {
 		ctx: ctx, stop: cancel,
 		kick:     make(chan struct{}, 1),
 		launches: map[stepKey]*launch{},
+		submits:  newSubmitLimiter(cfg.SubmitRate()),
 		view:     newSchedView(),
 	}
 	ok := false

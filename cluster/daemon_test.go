@@ -84,6 +84,7 @@ func startOneConf(t *testing.T, extra string, edit func(*Options)) (*Daemon, *ap
 	for {
 		resp, err := cl.Nodes(context.Background())
 		if err == nil && resp.Nodes[0].State == api.NodeIdle {
+			testUserAssoc(t, d)
 			return d, cl
 		}
 		if time.Now().After(deadline) {

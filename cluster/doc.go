@@ -4,7 +4,8 @@
 // in Raft, whose state machine is cluster/fsm. It holds the daemon's
 // wiring (daemon.go), the HTTP/JSON API and its routes (server.go: a unix
 // socket for local clients, TCP for other nodes; identities and signed
-// requests come from cluster/peer; followers forward to the leader), the
+// requests come from cluster/peer; followers forward to the leader; who
+// sees which jobs and what of them is privacy.go's rule), the
 // leader's loop (leader.go: node states from gossip, a scheduling pass over
 // a snapshot of the state, its decisions committed through Raft), the
 // leader's side of steps and allocations (stepleader.go) and the launcher

@@ -21,7 +21,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"hpc/accounting"
+	"hpc/cluster/acct"
 	"hpc/cluster/api"
+	"hpc/cluster/config"
 	"hpc/cluster/fsm"
 	"hpc/cluster/peer"
 )
@@ -32,7 +34,7 @@ type bodyKey struct{}
 // peer credentials) and on TCP (other nodes; identity from signed headers).
 func (d *Daemon) startServers() error {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/submit", d.leaderRoute(d.handleSubmit))
+	mux.HandleFunc("POST /api/submit", d.leaderRoute(d.rateLimited(d.handleSubmit)))
 	mux.HandleFunc("POST /api/testonly", d.leaderRoute(d.handleTestOnly))
 	mux.HandleFunc("GET /api/jobs", d.leaderRoute(d.handleJobs))
 	mux.HandleFunc("GET /api/priority", d.leaderRoute(d.handlePriority))
@@ -43,6 +45,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("POST /api/takeover", d.leaderRoute(d.handleTakeover))
 	mux.HandleFunc("GET /api/acct", d.leaderRoute(d.handleAcct))
 	mux.HandleFunc("GET /api/wait", d.leaderRoute(d.handleWait))
+	mux.HandleFunc("GET /api/jobscript", d.leaderRoute(d.handleJobScript))
 	mux.HandleFunc("GET /api/status", d.handleStatus)
 	mux.HandleFunc("GET /api/config", d.handleConfig)
 	d.agent.Routes(mux, d.nodeRoute)
@@ -61,9 +64,13 @@ func (d *Daemon) startServers() error {
 		ul.Close()
 		return err
 	}
+	// A client that sends its headers slowly or stays idle is cut off, and
+	// requestBody bounds the time a body may take; no ReadTimeout, which
+	// would cancel the long answers (srun's output, sbatch --wait).
 	unixSrv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			id, err := peer.PeerIdentity(c)
 			if err != nil {
@@ -93,6 +100,7 @@ func (d *Daemon) startServers() error {
 			mux.ServeHTTP(w, r.WithContext(ctx))
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		// Failed handshakes (a process without the cluster's
 		// credentials) are for the debug log, not the daemon's stderr.
 		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
@@ -113,11 +121,49 @@ func (d *Daemon) startServers() error {
 
 type handler func(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte)
 
-func requestBody(r *http.Request) ([]byte, error) {
+// requestBody is a request's body: read by the TCP server when it checked
+// the signature, or read here from a local client, up to the route's
+// limit (bodyLimit).
+func (d *Daemon) requestBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if b, ok := r.Context().Value(bodyKey{}).([]byte); ok {
 		return b, nil
 	}
-	return io.ReadAll(io.LimitReader(r.Body, peer.MaxBody))
+	limit := d.bodyLimit(r.URL.Path)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &api.Error{Message: api.ErrTooLong, Detail: fmt.Sprintf("request body over %d bytes", limit)}
+	}
+	return b, nil
+}
+
+// bodyTimeout is how long a local client may take to send a body.
+const bodyTimeout = time.Minute
+
+// bodyLimit is the largest body a local client may send to path: room for
+// a job's script and environment (JSON may escape a byte as six) on the
+// routes that carry them, 1 MiB elsewhere.
+func (d *Daemon) bodyLimit(path string) int64 {
+	switch path {
+	case "/api/submit", "/api/testonly", "/api/step/run", "/api/step/create":
+		return 6*int64(d.cfg.MaxScriptSize()+config.DefaultMaxEnvSize) + 64<<10
+	}
+	return 1 << 20
+}
+
+// bodyErr answers a body that could not be read.
+func bodyErr(w http.ResponseWriter, err error) {
+	code := http.StatusBadRequest
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Message == api.ErrTooLong {
+		code = http.StatusRequestEntityTooLarge
+	}
+	peer.WriteErr(w, code, err)
 }
 
 // leaderRoute runs h on the leader; elsewhere it forwards the request, with
@@ -129,9 +175,9 @@ func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
 			peer.WriteErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
 			return
 		}
-		body, err := requestBody(r)
+		body, err := d.requestBody(w, r)
 		if err != nil {
-			peer.WriteErr(w, http.StatusBadRequest, err)
+			bodyErr(w, err)
 			return
 		}
 		if d.isLeader() || !d.forward(w, r, id, body) {
@@ -258,10 +304,13 @@ func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id peer.
 
 // newJob reads a submission and makes the job record: the spec checked
 // against the config, the caller's identity, and its association: the
-// user's default account and its default QoS. Like Slurm with
-// AccountingStorageEnforce=none, a user without an association may still
-// submit (with no account, QoS normal); a QoS that does not exist is
-// refused.
+// user's default account and its default QoS (acct.State.SubmitAssoc).
+// slurm.conf's AccountingStorageEnforce says what is refused: with
+// associations a user without an association (of the account asked for),
+// with qos a QoS the association may not use. Without them, as in Slurm,
+// a user without an association still submits (with the account asked
+// for), and an account the user has no association with gives way to the
+// user's default account; a QoS that does not exist is always refused.
 func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 	var req api.SubmitRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -275,15 +324,10 @@ func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 	if spec.Hold {
 		job.Hold = "user"
 	}
+	enforce := acct.Enforce{Associations: d.cfg.AccountingStorageEnforce.Associations, QOS: d.cfg.AccountingStorageEnforce.QOS}
 	var assocErr error
 	d.fsm.View(func(st *fsm.State) {
-		acct, qos, err := st.Acct.JobAssoc(id.User, spec.Account, spec.QOS)
-		switch {
-		case err == nil:
-			job.Account, job.Spec.QOS = acct, qos
-		case spec.QOS != "" && st.Acct.QOS[strings.ToLower(spec.QOS)] == nil:
-			assocErr = &api.Error{Message: api.ErrInvalidQOS}
-		}
+		job.Account, job.Spec.QOS, assocErr = st.Acct.SubmitAssoc(id.User, spec.Account, spec.QOS, enforce)
 	})
 	return job, assocErr
 }
@@ -291,9 +335,12 @@ func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var out api.JobsResponse
 	d.fsm.View(func(st *fsm.State) {
+		v := d.viewerIn(st, id) // privacy.go
 		out.Jobs = make([]api.Job, 0, len(st.Jobs))
 		for _, j := range st.Jobs {
-			out.Jobs = append(out.Jobs, *j)
+			if seen, ok := v.job(j); ok {
+				out.Jobs = append(out.Jobs, seen)
+			}
 		}
 	})
 	sort.Slice(out.Jobs, func(a, b int) bool { return out.Jobs[a].ID < out.Jobs[b].ID })
@@ -375,10 +422,8 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Iden
 		}
 		f.JobIDs = append(f.JobIDs, n)
 	}
-	if id.UID != 0 && q.Get("all") != "1" {
-		uid := id.UID
-		f.UID = &uid
-	}
+	// Whose rows: privacy.go.
+	f.UID = d.viewer(id).acctUID(q.Get("all") == "1")
 	f.JobsOnly = q.Get("jobs_only") == "1"
 	rows, err := d.acct.Query(f)
 	if err != nil {
@@ -429,16 +474,17 @@ func acctRow(row accounting.Row) api.AcctRow {
 // handleWait answers when the job has ended or after the timeout (a long
 // poll), so `--wait` hears of the end at once without polling the leader.
 func (d *Daemon) handleWait(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
-	if j := d.pollJob(w, r, func(j *api.Job) bool { return j.State.Final() }); j != nil {
+	if j := d.pollJob(w, r, id, func(j *api.Job) bool { return j.State.Final() }); j != nil {
 		peer.WriteJSON(w, j)
 	}
 }
 
 // pollJob is a long poll over a job (?job=N&timeout=D, at most 20 s): it
-// returns the job once done says so, or as it is at the timeout; nil when
-// it has answered with an error itself (a bad or unknown job id) or the
+// returns the job, as the caller may see it (privacy.go), once done says
+// so, or as it is at the timeout; nil when it has answered with an error
+// itself (a bad or unknown job id, or one the caller may not see) or the
 // caller went away.
-func (d *Daemon) pollJob(w http.ResponseWriter, r *http.Request, done func(*api.Job) bool) *api.Job {
+func (d *Daemon) pollJob(w http.ResponseWriter, r *http.Request, id peer.Identity, done func(*api.Job) bool) *api.Job {
 	jid, err := strconv.ParseUint(r.URL.Query().Get("job"), 10, 64)
 	if err != nil {
 		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID})
@@ -449,19 +495,21 @@ func (d *Daemon) pollJob(w http.ResponseWriter, r *http.Request, done func(*api.
 		timeout = t
 	}
 	deadline := time.After(timeout)
+	v := d.viewer(id)
 	for {
 		j, changed := d.fsm.Job(jid)
-		if j == nil {
+		seen, ok := v.job(j)
+		if !ok {
 			peer.WriteErr(w, http.StatusNotFound, &api.Error{Message: api.ErrInvalidJobID})
 			return nil
 		}
 		if done(j) {
-			return j
+			return &seen
 		}
 		select {
 		case <-changed:
 		case <-deadline:
-			return j
+			return &seen
 		case <-r.Context().Done():
 			return nil
 		}
@@ -603,9 +651,9 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id pee
 func (d *Daemon) handlePriority(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	jobs := map[uint64]*api.Job{}
 	d.fsm.View(func(st *fsm.State) {
+		v := d.viewerIn(st, id) // privacy.go: PrivateData=jobs hides others' jobs
 		for jid, j := range st.Jobs {
-			if j.State == api.StatePending {
-				cp := *j
+			if cp, ok := v.job(j); ok && j.State == api.StatePending {
 				jobs[jid] = &cp
 			}
 		}

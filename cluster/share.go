@@ -77,8 +77,17 @@ func shareRows(in []sched.AssocShare) []api.ShareRow {
 }
 
 func (d *Daemon) handleShare(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
-	rows := sched.Shares(d.shareSnapshot(d.now()))
-	peer.WriteJSON(w, api.ShareResponse{Cluster: d.cfg.ClusterName, Rows: shareRows(rows)})
+	rows := shareRows(sched.Shares(d.shareSnapshot(d.now())))
+	// PrivateData=usage: an ordinary user's own associations only
+	// (privacy.go), as slurmctld's assoc_mgr_get_shares.
+	v := d.viewer(id)
+	out := rows[:0]
+	for _, r := range rows {
+		if v.usageRow(r.User) {
+			out = append(out, r)
+		}
+	}
+	peer.WriteJSON(w, api.ShareResponse{Cluster: d.cfg.ClusterName, Rows: out})
 }
 
 func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
@@ -94,9 +103,13 @@ func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id peer.Id
 	for _, n := range d.cfg.Nodes {
 		out.TotalCPUs += int64(n.CPUs)
 	}
+	var v jobViewer
 	d.fsm.View(func(st *fsm.State) {
+		v = d.viewerIn(st, id) // privacy.go: PrivateData=usage
 		for _, a := range st.Acct.Resolved() {
-			out.Assocs = append(out.Assocs, api.ShareRow{Account: a.Account, User: a.User, Depth: a.Depth, RawShares: a.Shares})
+			if v.usageRow(a.User) {
+				out.Assocs = append(out.Assocs, api.ShareRow{Account: a.Account, User: a.User, Depth: a.Depth, RawShares: a.Shares})
+			}
 		}
 	})
 	if d.acct != nil {
@@ -105,7 +118,11 @@ func (d *Daemon) handleReport(w http.ResponseWriter, r *http.Request, id peer.Id
 			peer.WriteErr(w, http.StatusInternalServerError, err)
 			return
 		}
-		out.Usage = reportUsage(rows, start, end, now)
+		for _, u := range reportUsage(rows, start, end, now) {
+			if v.usageRow(u.User) {
+				out.Usage = append(out.Usage, u)
+			}
+		}
 	}
 	peer.WriteJSON(w, out)
 }

@@ -57,7 +57,8 @@ func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id pee
 }
 
 // callersJob returns a job the caller may act on (root, or its owner); if
-// there is none, it answers with the error and returns nil.
+// there is none, it answers with the error and returns nil. Those callers
+// see the job whole (privacy.go), so the step routes answer it as is.
 func (d *Daemon) callersJob(w http.ResponseWriter, id peer.Identity, jobID uint64) *api.Job {
 	j, _ := d.fsm.Job(jobID)
 	switch {
@@ -111,10 +112,11 @@ func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id peer.I
 }
 
 // handleAllocWait answers once the job has left PENDING, or after the
-// timeout (a long poll), with its allocation's environment when it runs.
+// timeout (a long poll), with its allocation's environment when it runs:
+// to its owner and root only (the job they see is whole, privacy.go).
 func (d *Daemon) handleAllocWait(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	mine := func(j *api.Job) bool { return id.UID == 0 || id.UID == j.UID }
-	j := d.pollJob(w, r, func(j *api.Job) bool { return j.State != api.StatePending || !mine(j) }) // server.go
+	j := d.pollJob(w, r, id, func(j *api.Job) bool { return j.State != api.StatePending || !mine(j) }) // server.go
 	switch {
 	case j == nil:
 	case !mine(j):

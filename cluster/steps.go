@@ -197,9 +197,9 @@ func (d *Daemon) localRoute(h handler) http.HandlerFunc {
 			peer.WriteErr(w, http.StatusUnauthorized, fmt.Errorf("cannot tell who is asking (no peer credentials)"))
 			return
 		}
-		body, err := requestBody(r)
+		body, err := d.requestBody(w, r)
 		if err != nil {
-			peer.WriteErr(w, http.StatusBadRequest, err)
+			bodyErr(w, err)
 			return
 		}
 		h(w, r, id, body)

@@ -18,6 +18,9 @@ import (
 // and time limit. A job may name several partitions (-p a,b). Its errors
 // carry Slurm's texts.
 func validateSpec(cfg *config.Config, s *api.JobSpec) error {
+	if err := checkSizes(cfg, s); err != nil {
+		return err
+	}
 	if s.Script == "" {
 		return &api.Error{Message: api.ErrEmptyScript}
 	}
@@ -28,7 +31,7 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 		return &api.Error{Message: api.ErrInvalidTimeLimit}
 	}
 	if s.Array != "" {
-		if _, _, err := jobspec.ParseArray(s.Array); err != nil {
+		if _, err := jobspec.CheckArray(s.Array, cfg.MaxArraySize); err != nil {
 			return err
 		}
 	}

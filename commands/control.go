@@ -2,12 +2,15 @@ package commands
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
@@ -127,6 +130,8 @@ func (s *scontrol) command(argv []string) {
 		s.update(argv)
 	case keyword(tag, "takeover", 2):
 		s.takeover(argv)
+	case keyword(tag, "write", 5):
+		s.write(argv)
 	case keyword(tag, "requeuehold", 8), keyword(tag, "suspend", 2), keyword(tag, "resume", 3),
 		keyword(tag, "top", 3), keyword(tag, "notify", 1), keyword(tag, "reconfigure", 3),
 		keyword(tag, "shutdown", 8), keyword(tag, "create", 2), keyword(tag, "delete", 3),
@@ -183,6 +188,85 @@ func (s *scontrol) update(argv []string) {
 			s.fail("slurm_update error: %s\n", msg)
 		}
 	}
+}
+
+// write is scontrol write batch_script JOBID [FILE]: the job's batch
+// script into FILE ("-": stdout; by default slurm-JOBID.sh), for its owner,
+// root and operators. Slurm 22.05 drops the failure from its exit status;
+// here it is 1.
+func (s *scontrol) write(argv []string) {
+	switch {
+	case len(argv) < 2:
+		s.fail("too few arguments for keyword:%s\n", argv[0])
+		return
+	case keyword(argv[1], "config", 6):
+		s.fail("%s: error: write config: the controller does not support this command yet\n", s.prog)
+		return
+	case !keyword(argv[1], "batch_script", 5):
+		s.fail("invalid write argument:%s\n", argv[1])
+		return
+	case len(argv) > 4:
+		s.fail("too many arguments for keyword:%s\n", argv[0])
+		return
+	case len(argv) == 2:
+		s.status = 1 // no job id: Slurm says nothing
+		return
+	}
+	// The job id as atoll reads it: its leading digits.
+	id, _ := strconv.ParseUint(leadingDigits(argv[2]), 10, 64)
+	name := fmt.Sprintf("slurm-%d.sh", id)
+	if len(argv) == 4 {
+		name = argv[3]
+	}
+	out, path := s.e.Stdout, ""
+	if name != "-" {
+		path = name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(s.e.Cwd, path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		if err != nil {
+			s.fail("failed to open file `%s`: %s\n", name, strerror(err))
+			return
+		}
+		defer f.Close()
+		out = f
+	}
+	script, err := s.jobScript(id)
+	if err == nil {
+		_, err = io.WriteString(out, script)
+	}
+	if err != nil {
+		if path != "" {
+			os.Remove(path)
+		}
+		_, msg := errText(err)
+		s.fail("job script retrieval failed: %s\n", msg)
+		return
+	}
+	if path != "" && !s.quiet {
+		fmt.Fprintf(s.e.Stdout, "batch script for job %d written to %s\n", id, name)
+	}
+}
+
+func (s *scontrol) jobScript(id uint64) (string, error) {
+	cl, ctx, cancel, err := connect(s.e)
+	if err != nil {
+		return "", err
+	}
+	defer cancel()
+	return cl.JobScript(ctx, id)
+}
+
+// strerror is the C library's text of a system error: Go's, capitalized
+// ("Permission denied").
+func strerror(err error) string {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return err.Error()
+	}
+	msg := errno.Error()
+	return strings.ToUpper(msg[:1]) + msg[1:]
 }
 
 // takeover is scontrol takeover [NODE]: the controller role moves to NODE,
@@ -708,6 +792,8 @@ func configItems(cfg *config.Config) []format.ConfigItem {
 		vals["DefMemPerNode"] = "UNLIMITED"
 	}
 	vals["EnforcePartLimits"] = cfg.EnforcePartLimits
+	vals["AccountingStorageEnforce"] = cfg.AccountingStorageEnforce.String()
+	vals["PrivateData"] = cfg.PrivateData.String()
 	vals["KillWait"] = strconv.Itoa(cfg.KillWait) + " sec"
 	vals["MaxNodeCount"] = strconv.Itoa(len(cfg.Nodes))
 	vals["HpcApiPort"] = strconv.Itoa(cfg.APIPort)
@@ -762,6 +848,10 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
                               is all records.
      uhold <job_list>         place user hold on specified job (see hold).
      version                  display tool version number.
+     write batch_script <job_id> <optional filename>
+                              Write the batch script for a given job to a
+                              local file. Default is slurm-<job_id>.sh if
+                              the (optional) filename is not given.
 
   <ENTITY> may be "config", "hostnames", "hostlist", "hostlistsorted",
        "job", "node" or "partition".

@@ -178,6 +178,24 @@ func (f *fakeCluster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(f.status)
 	case "/api/config":
 		reply(f.cfg)
+	case "/api/jobscript":
+		// As the controller answers root's peer: nobody's job 26 stands
+		// for another user's (the controller's rule is tested in cluster).
+		id, _ := strconv.ParseUint(r.URL.Query().Get("job"), 10, 64)
+		for _, j := range f.jobs {
+			switch {
+			case j.ID != id:
+				continue
+			case j.UID == 65534:
+				w.WriteHeader(http.StatusForbidden)
+				reply(api.Error{Message: api.ErrUserIDMissing})
+			default:
+				reply(api.JobScript{JobID: id, Script: j.Spec.Script})
+			}
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		reply(api.Error{Message: api.ErrInvalidJobID})
 	case "/api/acct":
 		f.acctQ = append(f.acctQ, r.URL.RawQuery)
 		q := r.URL.Query()

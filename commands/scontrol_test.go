@@ -90,12 +90,14 @@ func TestScontrolShowConfig(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Configuration data as of 2026-11-30T04:59:33\n",
+		"AccountingStorageEnforce = associations,limits,qos\n",
 		"ClusterName             = lab\n",
 		"DefMemPerCPU            = 1000\n",
 		"EnforcePartLimits       = ALL\n",
 		"GresTypes               = gpu\n",
 		"KillWait                = 30 sec\n",
 		"MaxNodeCount            = 4\n",
+		"PrivateData             = none\n",
 		"SchedulerType           = sched/backfill\n",
 		"SlurmctldHost[0]        = node1(127.0.1.1)\n",
 		"SlurmdTimeout           = 300 sec\n",

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/hostlist"
@@ -51,7 +52,7 @@ func sbatchMain(e *Env, prog string, args []string) int {
 			prog, r.JobID, format.ISOTime(r.Start), r.CPUs, hostlist.Compress(r.Nodes), r.Partition)
 		return 0
 	}
-	id, err := cl.Submit(ctx, opts.Spec)
+	id, err := submitRetrying(ctx, e, prog, cl, opts.Spec)
 	if err != nil {
 		return submitFailed(e, prog, err)
 	}
@@ -72,6 +73,43 @@ func sbatchMain(e *Env, prog string, args []string) int {
 	}
 	return jobExitStatus(j)
 }
+
+// submitRetrying submits spec as sbatch does: when the controller holds
+// MaxJobCount jobs it says so once and tries again, sleeping one second
+// more each time, 15 times at most; when the user's submissions came too
+// fast it backs off quietly and tries again, as Slurm's client library does.
+func submitRetrying(ctx context.Context, e *Env, prog string, cl *api.Client, spec api.JobSpec) (uint64, error) {
+	busy, fast := 0, 0
+	for {
+		id, err := cl.Submit(ctx, spec)
+		var ae *api.Error
+		if err == nil || !errors.As(err, &ae) {
+			return id, err
+		}
+		var wait time.Duration
+		switch {
+		case ae.Message == api.ErrTryAgain && busy < maxSubmitRetries:
+			if busy == 0 {
+				e.errorf(prog, "Slurm temporarily unable to accept job, sleeping and retrying")
+			}
+			busy++
+			wait = time.Duration(busy) * time.Second
+		case ae.Message == api.ErrRateLimit && fast < 4*maxSubmitRetries:
+			fast++
+			wait = min(50*time.Millisecond<<min(fast, 5), time.Second)
+		default:
+			return id, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// maxSubmitRetries is sbatch's MAX_RETRIES.
+const maxSubmitRetries = 15
 
 // jobExitStatus is what `sbatch --wait` exits with: the job's exit code,
 // or 1 when it ended otherwise (cancelled, signalled, node failure).

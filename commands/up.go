@@ -280,11 +280,16 @@ func startDaemon(l lab, exe, name, join string, plain bool) error {
 	if err := os.MkdirAll(l.nodeDir(name), 0o755); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(l.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// The log holds job ids, users and errors: root's (or the lab
+	// owner's) and its group's to read, no one else's.
+	logf, err := os.OpenFile(l.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
+	if err := logf.Chmod(0o640); err != nil { // a log made before was 0644
+		return err
+	}
 	args := []string{"daemon", "--name", name, "--dir", l.dir}
 	if join != "" {
 		args = append(args, "--join", join)

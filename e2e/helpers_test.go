@@ -227,6 +227,7 @@ var labAddrs = map[string]labAddr{
 	"TestSchedLab":             {97, 31817},
 	"TestLabRestartKeepsJobs":  {98, 32017},
 	"TestLabGPUDevices":        {99, 29917},
+	"TestAttacks":              {82, 32617},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a
@@ -432,7 +433,17 @@ func startLab(t *testing.T, prefix string, nodes int, extra string, prepare ...f
 	if code != 0 {
 		t.Fatalf("hpc up: exit %d\n%s\n%s", code, out, errs)
 	}
+	l.letNobodySubmit()
 	return l, out
+}
+
+// letNobodySubmit gives nobody, the user the labs submit as, an
+// association under the root account, as a site's administrator would:
+// the lab's config enforces associations (AccountingStorageEnforce), and
+// a fresh cluster has root's only. Root runs sacctmgr on the lab's socket.
+func (l *labT) letNobodySubmit() {
+	l.t.Helper()
+	l.mgr("add", "user", "nobody", "account=root")
 }
 
 // startUserLab starts a lab of the given size as uid 65534 (nobody), in a
@@ -452,6 +463,8 @@ func startUserLab(t *testing.T, prefix string, nodes int) (*labT, string, string
 	if code != 0 {
 		t.Fatalf("up as nobody: %d\n%s\n%s", code, out, errs)
 	}
+	// nobody runs this lab's daemons: its SlurmUser, with an association
+	// from the start.
 	return l, home, out
 }
 

@@ -245,6 +245,28 @@ func TestLabEndToEnd(t *testing.T) {
 		}
 	})
 
+	// The trust boundary under the lab's config: another user sees root's
+	// job but not its batch script (no PrivateData), and a user without an
+	// association may not submit (AccountingStorageEnforce).
+	t.Run("Privacy", func(t *testing.T) {
+		l := l.with(t)
+		id := l.submit(0, rootDir, "-H", "--export=ALL,TOKEN=s3cret", "--wrap", "echo private")
+		defer l.run(0, rootDir, "cancel", fmt.Sprint(id))
+		if out, _, _ := l.run(nobody, userDir, "queue", "-h", "-j", fmt.Sprint(id), "-o", "%i %u"); strings.TrimSpace(out) != fmt.Sprintf("%d root", id) {
+			t.Errorf("squeue as nobody: %q", out)
+		}
+		if out, errs, code := l.run(nobody, userDir, "scontrol", "write", "batch_script", fmt.Sprint(id), "-"); code != 1 || out != "" || errs != "job script retrieval failed: Invalid user id\n" {
+			t.Errorf("write batch_script of root's job as nobody: exit %d %q %q", code, out, errs)
+		}
+		if out, errs, code := l.run(0, rootDir, "scontrol", "write", "batch_script", fmt.Sprint(id), "-"); code != 0 || !strings.Contains(out, "echo private") {
+			t.Errorf("write batch_script as root: exit %d %q %q", code, out, errs)
+		}
+		out, errs, code := l.run(12345, top, "submit", "--wrap", "true")
+		if want := "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n"; code != 1 || out != "" || errs != want {
+			t.Errorf("submit without an association: exit %d %q %q, want %q", code, out, errs, want)
+		}
+	})
+
 	t.Run("Errors", func(t *testing.T) {
 		l := l.with(t)
 		cases := []struct {

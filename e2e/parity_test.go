@@ -459,7 +459,7 @@ func TestParity(t *testing.T) {
 
 	// --- The configuration, key by key for the keys hpc has.
 	cfg := p.run("", "scontrol", "show", "config")
-	keys := []string{"ClusterName", "DefMemPerCPU", "EnforcePartLimits", "GresTypes", "MaxNodeCount", "SLURM_VERSION"}
+	keys := []string{"ClusterName", "DefMemPerCPU", "EnforcePartLimits", "GresTypes", "MaxNodeCount", "PrivateData", "SLURM_VERSION"}
 	p.compare("90_scontrol_show_config", cfg, check{norms: []norm{configKeys(keys)}})
 
 	p.compare("85_sacctmgr_show_cluster", p.run("", "sacctmgr", "show", "cluster"),

@@ -106,6 +106,7 @@ func TestSchedLab(t *testing.T) {
 	l.mgr("add", "qos", "limited")
 	l.mgr("add", "qos", "nogpu", "GrpTRES=gres/gpu=0")
 	l.mgr("add", "account", "physics")
+	l.mgr("delete", "user", "nobody") // startLab's association under root
 	l.mgr("add", "user", "nobody", "account=physics", "qos=normal,low,scavenger,high,limited,nogpu", "defaultqos=normal")
 	out := l.mgr("show", "qos", "format=Name,Priority,Preempt,PreemptMode,GrpTRES", "-P", "-n")
 	if want := "normal|0||cluster|\nlow|0||requeue|\nscavenger|0||cancel|\nhigh|100|low,scavenger|cluster|\nlimited|0||cluster|\nnogpu|0||cluster|gres/gpu=0\n"; out != want {

@@ -102,3 +102,16 @@ func (a *State) Clone() State {
 	c.FillDefaults()
 	return c
 }
+
+// AddSlurmUser gives a new cluster's SlurmUser (the daemons' user, when
+// not root) what root has: an association under the root account and
+// AdminLevel Administrator, so that a lab started by a normal user can be
+// used, and administered, by that user. Records made since are left as
+// they are.
+func (a *State) AddSlurmUser(name string) {
+	if name == "" || name == "root" || a.Version != 0 || a.Users[name] != nil {
+		return
+	}
+	a.Users[name] = &api.AcctUser{Name: name, DefaultAccount: rootAccount, AdminLevel: api.AdminAdministrator}
+	a.Assocs[assocKey(rootAccount, name)] = &api.Assoc{Account: rootAccount, User: name, Shares: 1}
+}

@@ -1,7 +1,6 @@
 package acct
 
 import (
-	"fmt"
 	"hpc/cluster/api"
 	"slices"
 	"sort"
@@ -40,29 +39,64 @@ func sortedKeys[V any](m map[string]V) []string {
 // associations and QoS: the user's default account, the association's
 // default QoS. Its errors are Slurm's submit errors.
 func (a *State) JobAssoc(user, account, qos string) (string, string, error) {
+	return a.SubmitAssoc(user, account, qos, Enforce{Associations: true, QOS: true})
+}
+
+// Enforce is what slurm.conf's AccountingStorageEnforce makes slurmctld
+// check of a job's association and QoS at submit.
+type Enforce struct {
+	Associations bool // the user must have an association (of the account asked for)
+	QOS          bool // the QoS must be one the association may use
+}
+
+// SubmitAssoc resolves the account and QoS of a job of user that asked
+// for account and qos ("" for none), as slurmctld's job_create does. The
+// association is the user's under the account asked for, else under the
+// user's default account. Without one, e.Associations refuses the job;
+// otherwise a job asking for an account the user has no association with
+// gets the user's default account, and a user with no association at all
+// keeps the account asked for. The QoS is the one asked for, else the
+// association's default; one that does not exist is refused, and with
+// e.QOS so is one the association may not use. Errors are Slurm's submit
+// errors.
+func (a *State) SubmitAssoc(user, account, qos string, e Enforce) (string, string, error) {
+	asked := account
 	account, qos = strings.ToLower(account), strings.ToLower(qos)
-	if account == "" {
-		u := a.Users[user]
-		if u == nil {
-			return "", "", &api.Error{Message: api.ErrInvalidAccount, Detail: fmt.Sprintf("user %s has no association (sacctmgr add user %s account=...)", user, user)}
-		}
-		account = u.DefaultAccount
-	}
-	var assoc *api.Assoc
-	for _, r := range a.Resolved() {
-		if r.Account == account && r.User == user {
-			assoc = r
-			break
-		}
+	assoc := a.userAssoc(user, account)
+	switch {
+	case assoc == nil && e.Associations:
+		return "", "", &api.Error{Message: api.ErrInvalidAccount}
+	case assoc == nil && account != "":
+		assoc = a.userAssoc(user, "")
 	}
 	if assoc == nil {
-		return "", "", &api.Error{Message: api.ErrInvalidAccount}
+		account = asked
+	} else {
+		account = assoc.Account
+		if qos == "" {
+			qos = defaultQOS(assoc)
+		}
 	}
-	if qos == "" {
-		qos = defaultQOS(assoc)
-	}
-	if qos == "" || a.QOS[qos] == nil || !slices.Contains(assoc.QOS, qos) {
+	if (qos != "" && a.QOS[qos] == nil) || (e.QOS && assoc != nil && (qos == "" || !slices.Contains(assoc.QOS, qos))) {
 		return "", "", &api.Error{Message: api.ErrInvalidQOS}
 	}
 	return account, qos, nil
+}
+
+// userAssoc is user's association (resolved: with what it inherits) under
+// account, or under the user's default account for ""; nil if none.
+func (a *State) userAssoc(user, account string) *api.Assoc {
+	if account == "" {
+		u := a.Users[user]
+		if u == nil {
+			return nil
+		}
+		account = u.DefaultAccount
+	}
+	for _, r := range a.Resolved() {
+		if r.Account == account && r.User == user {
+			return r
+		}
+	}
+	return nil
 }

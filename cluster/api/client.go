@@ -144,6 +144,13 @@ func (c *Client) Wait(ctx context.Context, id uint64) (*Job, error) {
 	return &j, nil
 }
 
+// JobScript returns a job's batch script (scontrol write batch_script).
+func (c *Client) JobScript(ctx context.Context, id uint64) (string, error) {
+	var out JobScript
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/jobscript?job=%d", id), nil, &out)
+	return out.Script, err
+}
+
 // longPoll repeats a long-poll GET until done says the answer (decoded
 // into what fresh returns) is the one waited for. While the leader is
 // changing it tries again every half second; other errors end it.

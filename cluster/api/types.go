@@ -205,7 +205,32 @@ type Job struct {
 	// NextStepID numbers the next one.
 	Steps      []Step `json:"steps,omitempty"`
 	NextStepID uint32 `json:"next_step_id,omitempty"`
+	// Withheld is set on a job as the controller answers it to a caller
+	// who may not see its batch script and environment (Slurm shows them
+	// to the job's owner, root and operators only): Spec.Script, Env and
+	// Export are then empty. It is never stored.
+	Withheld bool `json:"withheld,omitempty"`
 }
+
+// HasScript reports whether the job has a batch script (scontrol's
+// BatchFlag), withheld from this caller or not.
+func (j *Job) HasScript() bool { return j.Spec.Script != "" || j.Withheld }
+
+// JobScript answers GET /api/jobscript?job=N (scontrol write batch_script).
+type JobScript struct {
+	JobID  uint64 `json:"job_id"`
+	Script string `json:"script"`
+}
+
+// Slurm's answers to a request for a job's batch script it will not give.
+const (
+	// ErrUserIDMissing (ESLURM_USER_ID_MISSING): the job is another
+	// user's.
+	ErrUserIDMissing = "Invalid user id"
+	// ErrJobScriptMissing (ESLURM_JOB_SCRIPT_MISSING): the job has none
+	// (an allocation of salloc or srun).
+	ErrJobScriptMissing = "Job script not specified"
+)
 
 // NodeNames returns the allocated node names in allocation order.
 func (j *Job) NodeNames() []string {
@@ -500,6 +525,17 @@ const (
 	ErrMemoryUnsatisfied  = "Memory specification can not be satisfied"
 	ErrInvalidNodeName    = "Invalid node name specified"
 	ErrJobNotPendingOrRun = "Job is no longer pending execution"
+	// ErrTryAgain is EAGAIN's text: the controller holds MaxJobCount jobs
+	// (sbatch retries, as Slurm's does).
+	ErrTryAgain = "Resource temporarily unavailable"
+	// ErrTooLong is ESLURM_PATHNAME_TOO_LONG, Slurm's answer to a job
+	// whose script or strings exceed their limits.
+	ErrTooLong = "Pathname of a file, directory or other parameter too long"
+	// ErrRateLimit is SLURMCTLD_COMMUNICATIONS_BACKOFF: a user's
+	// submissions came faster than the rate limit lets them.
+	ErrRateLimit = "Rate limit exceeded, please retry momentarily"
+	// ErrInvalidArray is ESLURM_INVALID_ARRAY.
+	ErrInvalidArray = "Invalid job array specification"
 )
 
 // IsFinalState is a helper for strings coming off the wire.

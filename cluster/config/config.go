@@ -55,6 +55,11 @@ type Config struct {
 	PreemptMode string
 	// SchedulerParameters as given (bf_max_job_test=N, bf_window=MIN, ...).
 	SchedulerParameters map[string]string
+	// MaxJobCount is the most jobs the controller holds (default 10000);
+	// MaxArraySize bounds array task ids to 0..MaxArraySize-1 (default
+	// 1001). See limits.go.
+	MaxJobCount  int
+	MaxArraySize int
 	// GresDevices and Topology come from gres.conf and topology.conf next
 	// to slurm.conf (LoadAll); empty when those files are absent.
 	GresDevices       []GresDevice
@@ -68,6 +73,17 @@ type Config struct {
 	// Raw holds every other key, spelled as written in the file, with its
 	// last value. hpc does not interpret these.
 	Raw map[string]string
+
+	// PrivateData and AccountingStorageEnforce (access.go); none by
+	// default, as in Slurm.
+	PrivateData              PrivateData
+	AccountingStorageEnforce AccountingEnforce
+	// SlurmUser is the user the daemons run as (Slurm's SlurmUser): like
+	// root, an sacctmgr Administrator with an association under the root
+	// account from the cluster's start. Unset, a daemon not run as root
+	// takes its own user (a lab started by a normal user), and root's is
+	// root.
+	SlurmUser string
 
 	nodeIndex map[string]int // name -> index in Nodes, built by Parse
 }

@@ -80,6 +80,8 @@ func parse(r io.Reader, file string) (*Config, error) {
 			PreemptType:         "preempt/none",
 			PreemptMode:         "OFF",
 			SchedulerParameters: map[string]string{},
+			MaxJobCount:         DefaultMaxJobCount,
+			MaxArraySize:        DefaultMaxArraySize,
 			EnforcePartLimits:   DefaultEnforcePartLimits,
 			APIPort:             DefaultAPIPort,
 			RaftPort:            DefaultRaftPort,
@@ -199,6 +201,12 @@ func (p *parser) line(n int, text string) error {
 }
 
 func (p *parser) topKey(n int, kv pair) error {
+	if strings.HasPrefix(kv.lower, "priority") {
+		return p.priorityKey(n, kv)
+	}
+	if handled, err := p.limitKey(n, kv); handled {
+		return err
+	}
 	c := p.cfg
 	switch kv.lower {
 	case "nodename", "partitionname":
@@ -229,46 +237,6 @@ func (p *parser) topKey(n int, kv pair) error {
 			return p.errf(n, "invalid KillWait=%s: expected seconds", kv.value)
 		}
 		c.KillWait = v
-	case "prioritytype":
-		switch v := strings.ToLower(kv.value); v {
-		case "priority/basic", "priority/multifactor":
-			c.Priority.Type = v
-		default:
-			return p.errf(n, "invalid PriorityType=%s: expected priority/basic or priority/multifactor", kv.value)
-		}
-	case "priorityweightage", "priorityweightfairshare", "priorityweightjobsize", "priorityweightpartition", "priorityweightqos":
-		v, err := strconv.ParseUint(kv.value, 10, 32)
-		if err != nil {
-			return p.errf(n, "invalid %s=%s: expected a number", kv.key, kv.value)
-		}
-		w := map[string]*uint32{
-			"priorityweightage": &c.Priority.WeightAge, "priorityweightfairshare": &c.Priority.WeightFairshare,
-			"priorityweightjobsize": &c.Priority.WeightJobSize, "priorityweightpartition": &c.Priority.WeightPartition,
-			"priorityweightqos": &c.Priority.WeightQOS,
-		}[kv.lower]
-		*w = uint32(v)
-	case "prioritymaxage", "prioritydecayhalflife", "prioritycalcperiod":
-		v, err := ParseTime(kv.value)
-		if err != nil || v < 0 {
-			return p.errf(n, "invalid %s=%s: expected [days-]hours:minutes", kv.key, kv.value)
-		}
-		switch kv.lower {
-		case "prioritymaxage":
-			c.Priority.MaxAgeMin = v
-		case "prioritydecayhalflife":
-			c.Priority.DecayHalfLifeMin = v
-		default:
-			c.Priority.CalcPeriodMin = v
-		}
-	case "priorityfavorsmall":
-		switch strings.ToUpper(kv.value) {
-		case "YES":
-			c.Priority.FavorSmall = true
-		case "NO":
-			c.Priority.FavorSmall = false
-		default:
-			return p.errf(n, "invalid PriorityFavorSmall=%s: expected YES or NO", kv.value)
-		}
 	case "preempttype":
 		switch v := strings.ToLower(kv.value); v {
 		case "preempt/none", "preempt/qos":
@@ -327,6 +295,18 @@ func (p *parser) topKey(n int, kv pair) error {
 		default:
 			return p.errf(n, "invalid EnforcePartLimits=%s: expected ALL, ANY or NO", kv.value)
 		}
+	case "privatedata":
+		v, err := ParsePrivateData(kv.value)
+		if err != nil {
+			return p.errf(n, "invalid PrivateData=%s: %v", kv.value, err)
+		}
+		c.PrivateData = v
+	case "accountingstorageenforce":
+		v, err := ParseAccountingEnforce(kv.value)
+		if err != nil {
+			return p.errf(n, "invalid AccountingStorageEnforce=%s: %v", kv.value, err)
+		}
+		c.AccountingStorageEnforce = v
 	case "hpcapiport", "hpcraftport", "hpcgossipport":
 		v, err := strconv.Atoi(kv.value)
 		if err != nil || v < 1 || v > 65535 {
@@ -341,6 +321,56 @@ func (p *parser) topKey(n int, kv pair) error {
 			c.GossipPort = v
 		}
 		p.hpcPortLine[kv.lower] = n
+	default:
+		c.Raw[kv.key] = kv.value
+	}
+	return nil
+}
+
+// priorityKey reads the Priority* keys.
+func (p *parser) priorityKey(n int, kv pair) error {
+	c := p.cfg
+	switch kv.lower {
+	case "prioritytype":
+		switch v := strings.ToLower(kv.value); v {
+		case "priority/basic", "priority/multifactor":
+			c.Priority.Type = v
+		default:
+			return p.errf(n, "invalid PriorityType=%s: expected priority/basic or priority/multifactor", kv.value)
+		}
+	case "priorityweightage", "priorityweightfairshare", "priorityweightjobsize", "priorityweightpartition", "priorityweightqos":
+		v, err := strconv.ParseUint(kv.value, 10, 32)
+		if err != nil {
+			return p.errf(n, "invalid %s=%s: expected a number", kv.key, kv.value)
+		}
+		w := map[string]*uint32{
+			"priorityweightage": &c.Priority.WeightAge, "priorityweightfairshare": &c.Priority.WeightFairshare,
+			"priorityweightjobsize": &c.Priority.WeightJobSize, "priorityweightpartition": &c.Priority.WeightPartition,
+			"priorityweightqos": &c.Priority.WeightQOS,
+		}[kv.lower]
+		*w = uint32(v)
+	case "prioritymaxage", "prioritydecayhalflife", "prioritycalcperiod":
+		v, err := ParseTime(kv.value)
+		if err != nil || v < 0 {
+			return p.errf(n, "invalid %s=%s: expected [days-]hours:minutes", kv.key, kv.value)
+		}
+		switch kv.lower {
+		case "prioritymaxage":
+			c.Priority.MaxAgeMin = v
+		case "prioritydecayhalflife":
+			c.Priority.DecayHalfLifeMin = v
+		default:
+			c.Priority.CalcPeriodMin = v
+		}
+	case "priorityfavorsmall":
+		switch strings.ToUpper(kv.value) {
+		case "YES":
+			c.Priority.FavorSmall = true
+		case "NO":
+			c.Priority.FavorSmall = false
+		default:
+			return p.errf(n, "invalid PriorityFavorSmall=%s: expected YES or NO", kv.value)
+		}
 	default:
 		c.Raw[kv.key] = kv.value
 	}

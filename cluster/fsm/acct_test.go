@@ -716,3 +716,43 @@ func TestAcctSubmitLimits(t *testing.T) {
 		t.Fatalf("after MaxSubmitJobs=-1: %v", err)
 	}
 }
+
+// A cluster whose daemons run as a normal user (SlurmUser) starts with that
+// user as an Administrator with an association under root, as root is:
+// with AccountingStorageEnforce=associations, their jobs are accepted.
+func TestSlurmUserSeeded(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.SlurmUser = "ann"
+	f, _ := testFSM(t, cfg)
+	v := acctView(f)
+	var found bool
+	for _, u := range v.Users {
+		if u.Name == "ann" && u.AdminLevel == api.AdminAdministrator && u.DefaultAccount == "root" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("users %+v", v.Users)
+	}
+	if a := findAssoc(t, v, "root", "ann"); a.Account != "root" {
+		t.Errorf("association %+v", a)
+	}
+	f.View(func(st *State) {
+		if acctName, qos, err := st.Acct.JobAssoc("ann", "", ""); err != nil || acctName != "root" || qos != "normal" {
+			t.Errorf("ann's job: %q %q %v", acctName, qos, err)
+		}
+	})
+	// Only a new cluster is seeded: a restored one keeps its records.
+	cfg.SlurmUser = "bob"
+	g, _ := testFSM(t, cfg)
+	var idx uint64
+	acctRoot(t, g, &idx, api.AcctmgrRequest{Action: "add", Entity: "qos", Names: []string{"x"}})
+	if err := g.Restore(io.NopCloser(bytes.NewReader(persisted(t, f)))); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range acctView(g).Users {
+		if u.Name == "bob" {
+			t.Error("bob was added to a restored cluster")
+		}
+	}
+}

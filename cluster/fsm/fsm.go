@@ -94,6 +94,7 @@ func (f *FSM) OnApply(fn func(Type)) { f.notify = fn }
 
 func emptyState(cfg *config.Config) State {
 	st := State{NextJobID: 1, Jobs: map[uint64]*api.Job{}, Nodes: map[string]*NodeState{}, Acct: acct.New()}
+	st.Acct.AddSlurmUser(cfg.SlurmUser)
 	for _, n := range cfg.Nodes {
 		st.Nodes[n.Name] = &NodeState{State: "UNKNOWN"}
 	}

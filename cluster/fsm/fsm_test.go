@@ -207,3 +207,30 @@ type memSink struct{ strings.Builder }
 func (m *memSink) ID() string    { return "mem" }
 func (m *memSink) Cancel() error { return nil }
 func (m *memSink) Close() error  { return nil }
+
+// MaxJobCount, as slurmctld applies it: a submission that would bring the
+// jobs held (finished ones not yet purged included) to MaxJobCount is
+// refused with EAGAIN's text, an array counting one a task; a purge makes
+// room again.
+func TestMaxJobCount(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxJobCount = 4
+	f, _ := testFSM(t, cfg)
+	job := func(array string) *Submit {
+		return &Submit{Job: &api.Job{UID: 1000, User: "ann", Spec: api.JobSpec{Name: "j", Partition: "debug", Script: "#!/bin/sh\n", WorkDir: "/tmp", Array: array}}}
+	}
+	res := applyAll(t, f, []Op{job(""), job(""), job(""), job(""), job("0-1")}, 1)
+	for i, want := range []string{"", "", "", api.ErrTryAgain, api.ErrTryAgain} {
+		got := ""
+		if err := res[i].(Result).Err; err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("submit %d: %q, want %q", i+1, got, want)
+		}
+	}
+	applyAll(t, f, []Op{&Cancel{JobID: 1}, &Purge{JobIDs: []uint64{1}}}, 10)
+	if r := applyAll(t, f, []Op{job("")}, 20)[0].(Result); r.Err != nil {
+		t.Errorf("after a purge: %v", r.Err)
+	}
+}

@@ -26,13 +26,14 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 	indices := []int{-1}
 	if op.Job.Spec.Array != "" {
 		var err error
-		if indices, _, err = jobspec.ParseArray(op.Job.Spec.Array); err != nil {
+		if indices, err = jobspec.CheckArray(op.Job.Spec.Array, f.cfg.MaxArraySize); err != nil {
 			return Result{Err: err}, nil
 		}
-		// ParseArray's step may overflow into negative indices.
-		if indices[0] < 0 {
-			return Result{Err: &api.Error{Message: "Invalid job array specification"}}, nil
-		}
+	}
+	// MaxJobCount, as slurmctld counts it: every job it holds, finished
+	// ones not yet purged included.
+	if len(st.Jobs)+len(indices) >= f.cfg.MaxJobCount {
+		return Result{Err: &api.Error{Message: api.ErrTryAgain, Detail: fmt.Sprintf("MaxJobCount limit from slurm.conf reached (%d)", f.cfg.MaxJobCount)}}, nil
 	}
 	// Submit limits (MaxSubmitJobs...) are checked here, against the jobs
 	// as they are when the entry applies.

@@ -49,6 +49,7 @@ func TestSnapshotIsolatedFromLaterApplies(t *testing.T) {
 func manyJobs(tb testing.TB, n int) *FSM {
 	tb.Helper()
 	cfg := testConfig(&testing.T{})
+	cfg.MaxJobCount = n + 10
 	f := New(cfg, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	env := make([]string, 40)

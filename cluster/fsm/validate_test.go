@@ -52,7 +52,7 @@ func TestApplyRefusesMalformed(t *testing.T) {
 		{"submit of negative cpus per task", spec(api.JobSpec{CPUsPerTask: -2})},
 		{"submit of negative memory", spec(api.JobSpec{MemPerCPUMB: -1})},
 		{"submit of a bad time limit", spec(api.JobSpec{TimeLimitMin: -3})},
-		{"submit of an array that overflows", spec(api.JobSpec{Array: "999-1000:9223372036854775807"})},
+		{"submit of an array past MaxArraySize", spec(api.JobSpec{Array: "0-1001"})},
 		{"submit with an unknown hold", &Submit{Time: t1, Job: &api.Job{Spec: api.JobSpec{Script: "x"}, Hold: "forever"}}},
 		{"submit carrying an allocation", &Submit{Time: t1, Job: &api.Job{Spec: api.JobSpec{Script: "x"}, Alloc: []api.NodeAlloc{n1}}}},
 		{"submit carrying steps", &Submit{Time: t1, Job: &api.Job{Spec: api.JobSpec{Script: "x"}, Steps: []api.Step{{Nodes: []string{"node1"}, Tasks: []int{1}}}}}},

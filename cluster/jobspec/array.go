@@ -8,14 +8,15 @@ import (
 	"hpc/cluster/api"
 )
 
-// maxArraySize is Slurm's default MaxArraySize: task ids run 0..1000.
-const maxArraySize = 1001
+// maxArraySize is the largest MaxArraySize Slurm allows: task ids run
+// 0..4000000. CheckArray holds a job to the configured one.
+const maxArraySize = 4000001
 
 // ParseArray reads --array: "0-99", "1-7:2", "1,3,5", each optionally
 // followed by "%N", the most tasks that may run at once (0: no limit). The
 // indices come back sorted and without repeats.
 func ParseArray(spec string) (indices []int, limit int, err error) {
-	bad := &api.Error{Message: "Invalid job array specification"}
+	bad := &api.Error{Message: api.ErrInvalidArray}
 	spec, lim, hasLimit := strings.Cut(spec, "%")
 	if hasLimit {
 		if limit, err = strconv.Atoi(lim); err != nil || limit < 0 {
@@ -69,4 +70,17 @@ func ArrayStep(idx []int) int {
 		}
 	}
 	return step
+}
+
+// CheckArray reads --array as ParseArray does and holds its task ids below
+// maxSize (MaxArraySize), with Slurm's error beyond.
+func CheckArray(spec string, maxSize int) ([]int, error) {
+	idx, _, err := ParseArray(spec)
+	if err != nil {
+		return nil, err
+	}
+	if idx[0] < 0 || idx[len(idx)-1] >= maxSize {
+		return nil, &api.Error{Message: api.ErrInvalidArray}
+	}
+	return idx, nil
 }

@@ -17,7 +17,7 @@ func TestParseArray(t *testing.T) {
 		{spec: "5,1,3,1", idx: []int{1, 3, 5}},
 		{spec: "0-15%4", idx: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, limit: 4},
 		{spec: "1000", idx: []int{1000}},
-		{spec: "1001", bad: true},
+		{spec: "4000001", bad: true},
 		{spec: "999-1000:9223372036854775807", idx: []int{999}},
 		{spec: "3-1", bad: true},
 		{spec: "1:2", bad: true},
@@ -39,5 +39,19 @@ func TestParseArray(t *testing.T) {
 	}
 	if ArrayStep([]int{1, 3, 5}) != 2 || ArrayStep([]int{1, 2, 5}) != 1 {
 		t.Error("ArrayStep")
+	}
+}
+
+func TestCheckArray(t *testing.T) {
+	if idx, err := CheckArray("0-1000", 1001); err != nil || len(idx) != 1001 {
+		t.Errorf("0-1000 under 1001: %d %v", len(idx), err)
+	}
+	for _, spec := range []string{"0-1001", "1001", "5,2000", "x"} {
+		if _, err := CheckArray(spec, 1001); err == nil || err.Error() != "Invalid job array specification" {
+			t.Errorf("%s under 1001: %v", spec, err)
+		}
+	}
+	if _, err := CheckArray("0-4999", 5000); err != nil {
+		t.Errorf("a larger MaxArraySize: %v", err)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"hpc/cluster/api"
 )
 
+// maxPadWidth is the widest zero padding of a number in a pattern.
+const maxPadWidth = 10
+
 // ExpandPath turns an -o/-e pattern into a path, as sbatch's filename
 // patterns go: %j job id, %J job id with step ("12.batch"), %x job name,
 // %u user, %N the first node, %n node index (0), %t task (0), %s step
@@ -26,8 +29,8 @@ func ExpandPath(pattern string, j *api.Job, def string) string {
 	}
 	id := strconv.FormatUint(j.ID, 10)
 	pad := func(s string, width int) string {
-		for len(s) < width {
-			s = "0" + s
+		if len(s) < width {
+			s = strings.Repeat("0", width-len(s)) + s
 		}
 		return s
 	}
@@ -42,7 +45,15 @@ func ExpandPath(pattern string, j *api.Job, def string) string {
 		for k < len(pattern) && pattern[k] >= '0' && pattern[k] <= '9' {
 			k++
 		}
-		width, _ := strconv.Atoi(pattern[i+1 : k])
+		// Slurm pads to 10 digits at most (its MAX_WIDTH); a longer
+		// width is 10, so no pattern can make a huge path.
+		width := 0
+		if k > i+1 {
+			width = maxPadWidth
+			if w, err := strconv.Atoi(pattern[i+1 : k]); err == nil && w < maxPadWidth {
+				width = w
+			}
+		}
 		if k == len(pattern) {
 			b.WriteString(pattern[i:])
 			break

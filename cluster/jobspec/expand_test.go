@@ -16,6 +16,11 @@ func TestExpandPath(t *testing.T) {
 		"%3":                  "/home/ann/%3",
 		"rel/dir/%j":          "/home/ann/rel/dir/42",
 		"/abs/%2t-%4a-%1j.io": "/abs/00-4294967294-42.io",
+		// Widths are capped at 10, as Slurm's MAX_WIDTH: a huge one can
+		// neither overflow nor make a huge path.
+		"%99999999999j":                 "/home/ann/0000000042",
+		"%999999999999999999999999999j": "/home/ann/0000000042",
+		"%12j":                          "/home/ann/0000000042",
 	}
 	for pat, want := range cases {
 		if got := ExpandPath(pat, j, "slurm-%j.out"); got != want {

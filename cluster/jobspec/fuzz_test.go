@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"errors"
+	"hpc/cluster/api"
 	"reflect"
 	"slices"
 	"strings"
@@ -72,6 +73,20 @@ func FuzzParseArgs(f *testing.F) {
 			if !errors.As(err, &ue) {
 				t.Fatalf("Resolve(%q) error %#v", args, err)
 			}
+		}
+	})
+}
+
+// FuzzExpandPath: any pattern expands quickly to a bounded path.
+func FuzzExpandPath(f *testing.F) {
+	for _, s := range []string{"%j", "%99999999999j", "%x-%j.out", "%%%", "/a/%5a_%A"} {
+		f.Add(s)
+	}
+	j := &api.Job{ID: 4294967295, User: "ann", Spec: api.JobSpec{Name: "n", WorkDir: "/w"}, ArrayJobID: 7, ArrayTaskID: 3}
+	f.Fuzz(func(t *testing.T, pattern string) {
+		p := ExpandPath(pattern, j, "slurm-%j.out")
+		if len(p) > 12*len(pattern)+64 {
+			t.Errorf("%q expanded to %d bytes", pattern, len(p))
 		}
 	})
 }

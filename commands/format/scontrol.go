@@ -66,7 +66,7 @@ func ShowJob(j api.Job, now time.Time, oneLiner, details bool) string {
 	r.add("JobState=" + string(j.State) + " Reason=" + underscoreSpaces(jobReason(j)) + " Dependency=" + dependencyString(j))
 	r.nl()
 	batch := 0
-	if j.Spec.Script != "" {
+	if j.HasScript() {
 		batch = 1
 	}
 	requeue := "1"

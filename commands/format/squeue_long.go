@@ -67,7 +67,7 @@ var squeueLongCols = func() map[string]squeueCol {
 			return cut(strconv.FormatInt(max(secs, 0), 10))
 		}},
 		"batchflag": {"BATCH_FLAG", true, func(j api.Job, _ time.Time) (string, bool) {
-			if j.Spec.Script != "" {
+			if j.HasScript() {
 				return cut("1")
 			}
 			return cut("0")

@@ -41,7 +41,7 @@ func (s Step) StepID() string { return strconv.FormatUint(s.JobID, 10) + "." + s
 func BatchSteps(jobs []api.Job) []Step {
 	var out []Step
 	for _, j := range jobs {
-		if j.Spec.Script == "" || j.BatchHost == "" || !jobStarted(j) {
+		if !j.HasScript() || j.BatchHost == "" || !jobStarted(j) {
 			continue
 		}
 		if j.State != api.StateRunning && j.State != api.StateCompleting {
