@@ -124,3 +124,10 @@ func (d *Daemon) handleJobScript(w http.ResponseWriter, r *http.Request, id peer
 		peer.WriteJSON(w, api.JobScript{JobID: j.ID, Script: j.Spec.Script})
 	}
 }
+
+// mayActOn reports whether the caller may act on job j (cancel, signal,
+// hold, release, requeue, update): its owner, root, a node, or an sacctmgr
+// Operator/Administrator, as Slurm's authorization goes.
+func (d *Daemon) mayActOn(id peer.Identity, j *api.Job) bool {
+	return (!id.Node && id.UID == j.UID) || d.viewer(id).operator
+}

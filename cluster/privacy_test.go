@@ -326,3 +326,51 @@ func testUserAssoc(t *testing.T, d *Daemon) {
 	acctmgr(t, d, api.AcctmgrRequest{Action: "add", Entity: "account", Names: []string{"tests"}})
 	acctmgr(t, d, api.AcctmgrRequest{Action: "add", Entity: "user", Names: []string{me.User}, Accounts: []string{"tests"}})
 }
+
+// Operators act on other users' jobs as root does (scancel, scontrol
+// hold/release/update); another user may not.
+func TestOperatorsActOnJobs(t *testing.T) {
+	d, _ := startOne(t)
+	privacyUsers(t, d)
+	spec := api.JobSpec{Name: "j", Script: "#!/bin/sh\nsleep 300\n", WorkDir: "/tmp", Hold: true, TimeLimitMin: 10}
+	a, msg := submitAs(t, d, annID, spec)
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	control := func(id peer.Identity, action string) string {
+		var out api.JobControlResponse
+		askAs(t, d, id, d.handleJobControl, http.MethodPost, "/api/jobcontrol", api.JobControlRequest{Action: action, JobIDs: []uint64{a}}, &out)
+		if len(out.Results) != 1 {
+			t.Fatalf("%s as %s: %+v", action, id.User, out)
+		}
+		return out.Results[0].Error
+	}
+	if e := control(bobID, "release"); e != api.ErrAccessDenied {
+		t.Errorf("bob releasing ann's job: %q", e)
+	}
+	if e := control(olgaID, "hold"); e != "" {
+		t.Errorf("an operator holding ann's job: %q", e)
+	}
+	if j, _ := jobsAs(t, d, olgaID, a); j.Hold != "admin" {
+		t.Errorf("an operator's hold is %q, want admin", j.Hold)
+	}
+	if e := control(annID, "release"); e != api.ErrAccessDenied {
+		t.Errorf("ann releasing an administrator's hold: %q", e)
+	}
+	if err := d.updateJob(olgaID, api.UpdateRequest{JobID: a, Set: map[string]string{"TimeLimit": "60"}}); err != nil {
+		t.Errorf("an operator extending ann's time limit: %v", err)
+	}
+	if err := d.updateJob(bobID, api.UpdateRequest{JobID: a, Set: map[string]string{"TimeLimit": "10"}}); err == nil {
+		t.Error("bob updated ann's job")
+	}
+	var out api.CancelResponse
+	askAs(t, d, bobID, d.handleCancel, http.MethodPost, "/api/cancel", api.CancelRequest{JobIDs: []uint64{a}}, &out)
+	if len(out.Results) != 1 || out.Results[0].Error != api.ErrAccessDenied {
+		t.Errorf("bob cancelling ann's job: %+v", out)
+	}
+	out = api.CancelResponse{}
+	code, body := askAs(t, d, olgaID, d.handleCancel, http.MethodPost, "/api/cancel", api.CancelRequest{JobIDs: []uint64{a}}, &out)
+	if len(out.Results) != 1 || out.Results[0].Error != "" {
+		t.Errorf("an operator cancelling ann's job: %d %s", code, body)
+	}
+}

@@ -385,7 +385,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Id
 			res.Error = api.ErrInvalidJobID
 		case j.State.Final():
 			res.Error = api.ErrAlreadyDone
-		case id.UID != 0 && id.UID != j.UID:
+		case !d.mayActOn(id, j):
 			res.Error = api.ErrAccessDenied
 		case req.Signal != 0:
 			// scancel --signal: deliver the signal, cancel nothing.
@@ -614,7 +614,7 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id pee
 		switch req.Action {
 		case "hold", "uhold":
 			hold := "user"
-			if req.Action == "hold" && id.UID == 0 {
+			if req.Action == "hold" && d.viewer(id).operator {
 				hold = "admin"
 			}
 			op = &fsm.Hold{JobIDs: []uint64{jid}, Hold: hold}
@@ -629,9 +629,9 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id pee
 		switch {
 		case j == nil:
 			res.Error = api.ErrInvalidJobID
-		case id.UID != 0 && id.UID != j.UID:
+		case !d.mayActOn(id, j):
 			res.Error = api.ErrAccessDenied
-		case req.Action == "release" && j.Hold == "admin" && id.UID != 0:
+		case req.Action == "release" && j.Hold == "admin" && !d.viewer(id).operator:
 			res.Error = api.ErrAccessDenied
 		case req.Action == "requeue" && j.State != api.StateRunning:
 			res.Error = api.ErrJobNotPendingOrRun

@@ -42,9 +42,10 @@ func (d *Daemon) updateJob(id peer.Identity, req api.UpdateRequest) error {
 	if j == nil {
 		return &api.Error{Message: api.ErrInvalidJobID}
 	}
-	if id.UID != 0 && id.UID != j.UID {
+	if !d.mayActOn(id, j) {
 		return &api.Error{Message: api.ErrAccessDenied}
 	}
+	privileged := d.viewer(id).operator
 	var u fsm.JobUpdate
 	spec := j.Spec
 	for k, v := range req.Set {
@@ -54,8 +55,9 @@ func (d *Daemon) updateJob(id peer.Identity, req api.UpdateRequest) error {
 			if err != nil || m < -1 || m == 0 {
 				return &api.Error{Message: api.ErrInvalidTimeLimit}
 			}
-			// Users may only shorten their jobs; root may do anything.
-			if id.UID != 0 && (m == -1 || (j.Spec.TimeLimitMin > 0 && m > j.Spec.TimeLimitMin)) {
+			// Users may only shorten their jobs; root and operators may do
+			// anything.
+			if !privileged && (m == -1 || (j.Spec.TimeLimitMin > 0 && m > j.Spec.TimeLimitMin)) {
 				return &api.Error{Message: api.ErrAccessDenied}
 			}
 			u.TimeLimitMin, spec.TimeLimitMin = m, m
