@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -92,6 +94,16 @@ func TestNodePortsNeedClusterCredentials(t *testing.T) {
 				t.Errorf("%s: the API answered %q", name, b)
 			}
 		}
+	}
+	// A request a node signed (as if captured), replayed by a process
+	// without a certificate: no handshake, no answer.
+	body := []byte(`{"spec":{"script":"#!/bin/sh\ntrue\n","work_dir":"/tmp"}}`)
+	req, _ := http.NewRequest(http.MethodPost, peer.URL(d.addr(d.cfg.APIPort), "/api/submit"), bytes.NewReader(body))
+	peer.Sign(d.o.Key, req, peer.Identity{UID: 0, User: "root"}, body)
+	replay := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: noCert}}
+	if resp, err := replay.Do(req); err == nil {
+		resp.Body.Close()
+		t.Errorf("a replayed signed request was answered: %s", resp.Status)
 	}
 	time.Sleep(500 * time.Millisecond)
 	if jobs, err := cl.Jobs(context.Background()); err != nil || len(jobs) != 0 {
