@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -105,10 +106,14 @@ func emptyState(cfg *config.Config) State {
 func (f *FSM) Apply(l *raft.Log) any {
 	op, err := Decode(l.Data)
 	if err != nil {
+		f.log.Warn("refused an undecodable log entry", "index", l.Index, "err", err)
 		return Result{Err: fmt.Errorf("undecodable log entry %d: %w", l.Index, err)}
 	}
 	f.mu.Lock()
 	res, touched := f.apply(op)
+	if errors.Is(res.Err, errMalformed) {
+		f.log.Warn("refused a malformed log entry", "index", l.Index, "type", op.Type(), "err", res.Err)
+	}
 	ch := f.changed
 	f.changed = make(chan struct{})
 	var recs []*api.Job

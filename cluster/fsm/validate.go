@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -33,8 +34,12 @@ const (
 )
 
 // badEntry is the error of a payload that is refused.
+// errMalformed marks the refusal of an entry no honest leader writes: Apply
+// logs it.
+var errMalformed = errors.New("malformed entry")
+
 func badEntry(format string, args ...any) error {
-	return fmt.Errorf("malformed entry: "+format, args...)
+	return fmt.Errorf("%w: "+format, append([]any{errMalformed}, args...)...)
 }
 
 // checkTime refuses a time a snapshot could not encode once a requeue
