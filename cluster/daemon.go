@@ -82,6 +82,8 @@ type Daemon struct {
 	agent *agent.Agent
 	// submits holds each user's submissions to a rate (ratelimit.go).
 	submits *submitLimiter
+	// diag counts what sdiag shows (diag.go).
+	diag *diagStats
 	// launches are the steps this node runs for their srun (the launcher).
 	launchMu sync.Mutex
 	launches map[stepKey]*launch
@@ -124,6 +126,7 @@ func Start(o Options) (*Daemon, error) {
 		kick:     make(chan struct{}, 1),
 		launches: map[stepKey]*launch{},
 		submits:  newSubmitLimiter(cfg.SubmitRate()),
+		diag:     newDiagStats(time.Now()),
 		view:     newSchedView(),
 	}
 	ok := false

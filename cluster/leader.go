@@ -119,7 +119,9 @@ func (d *Daemon) schedule() {
 	snap, jobs, throttled := d.snapshot(now)
 	var res sched.Result
 	if len(snap.Pending) > 0 {
+		t0 := time.Now()
 		res = d.view.planner.plan(snap)
+		d.diag.pass(time.Since(t0), now, &res, len(snap.Pending))
 		// The planner owns its lists: extend a copy.
 		res.Jobs = slices.Clip(res.Jobs)
 	}
@@ -157,6 +159,7 @@ func (d *Daemon) schedule() {
 		d.log.Warn("allocation commit failed", "err", err)
 		return
 	}
+	d.diag.add(&d.diag.started, len(starts))
 	if d.o.afterStart != nil {
 		d.o.afterStart(starts)
 	}

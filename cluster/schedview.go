@@ -235,6 +235,7 @@ func parseRequest(j *api.Job) sched.Job {
 		Exclusive: s.Exclusive != "" && s.Exclusive != "oversubscribe", Constraint: s.Constraint,
 		Switches: s.Switches, SwitchWait: time.Duration(s.SwitchesWaitSec) * time.Second,
 	}
+	r.Nodes, r.NTasks, r.NTasksPerNode, r.CPUsPerTask = allocShape(s) // -O, --mincpus
 	for _, p := range strings.Split(s.Partition, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			r.Partitions = append(r.Partitions, p)

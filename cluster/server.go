@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,8 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("GET /api/acct", d.leaderRoute(d.handleAcct))
 	mux.HandleFunc("GET /api/wait", d.leaderRoute(d.handleWait))
 	mux.HandleFunc("GET /api/jobscript", d.leaderRoute(d.handleJobScript))
+	mux.HandleFunc("GET /api/diag", d.leaderRoute(d.handleDiag))
+	mux.HandleFunc("POST /api/diag/reset", d.leaderRoute(d.handleDiagReset))
 	mux.HandleFunc("GET /api/status", d.handleStatus)
 	mux.HandleFunc("GET /api/config", d.handleConfig)
 	d.agent.Routes(mux, d.nodeRoute)
@@ -181,7 +184,7 @@ func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
 			return
 		}
 		if d.isLeader() || !d.forward(w, r, id, body) {
-			h(w, r, id, body)
+			d.counted(h)(w, r, id, body)
 		}
 	}
 }
@@ -275,6 +278,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id peer.Id
 		peer.UserErr(w, err)
 		return
 	}
+	d.diag.add(&d.diag.submitted, 1)
 	peer.WriteJSON(w, api.SubmitResponse{JobID: res.JobID})
 }
 
@@ -401,6 +405,8 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Id
 				// As the cancel left it: a job that started after the
 				// read above is killed too.
 				go d.signalJob(j, 0)
+			} else if j != nil && j.State == api.StateCancelled {
+				d.diag.ended(j.State) // a pending job: it ends here
 			}
 		}
 		out.Results = append(out.Results, res)
@@ -582,20 +588,40 @@ func (d *Daemon) handleJobEnd(w http.ResponseWriter, r *http.Request, id peer.Id
 		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
+	before, _ := d.fsm.Job(e.JobID)
 	if _, err := d.propose(&fsm.End{Time: d.now(), End: e}); err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
+	if after, _ := d.fsm.Job(e.JobID); before != nil && after != nil && !before.State.Final() && after.State.Final() {
+		d.diag.ended(after.State)
+	}
 	peer.WriteJSON(w, struct{}{})
 }
 
-// handleConfig returns the cluster's parsed config (scontrol show config).
+// daemonBoot is when this process's daemon started: scontrol show
+// config's BOOT_TIME.
+var daemonBoot = time.Now()
+
+// handleConfig returns the cluster's parsed config and what scontrol show
+// config prints beside it (api.ConfigInfo), in one JSON object.
 func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
 	if _, ok := peer.IdentityFrom(r.Context()); !ok {
 		peer.WriteErr(w, http.StatusUnauthorized, errors.New("cannot tell who is asking (no peer credentials)"))
 		return
 	}
-	peer.WriteJSON(w, d.cfg)
+	// The daemon reads slurm.conf from its lab directory, the parent of
+	// its node's state directory (hpc up copies --config there).
+	conf, err := filepath.Abs(filepath.Join(filepath.Dir(d.o.Dir), "slurm.conf"))
+	if err != nil {
+		conf = filepath.Join(filepath.Dir(d.o.Dir), "slurm.conf")
+	}
+	info := api.ConfigInfo{SlurmConf: conf, BootTime: daemonBoot, StateSaveLocation: d.o.Dir}
+	d.fsm.View(func(st *fsm.State) { info.NextJobID = st.NextJobID })
+	peer.WriteJSON(w, struct {
+		*config.Config
+		api.ConfigInfo
+	}{d.cfg, info})
 }
 
 // handleJobControl is scontrol hold, uhold, release and requeue. Users act

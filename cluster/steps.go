@@ -44,6 +44,9 @@ type stepPlan struct {
 // tasks; -N picks that many nodes (those of -w first), -n that many tasks
 // (one per node at least, then each node filled to its CPUs in order: the
 // block distribution); --ntasks-per-node puts that many on each node.
+// With -O (the step's, or its job's: Slurm's SLURM_OVERCOMMIT) a node
+// takes more tasks than its CPUs: once every node is full, the tasks left
+// go round the nodes one at a time, as Slurm's block layout spreads them.
 // Errors read like Slurm's.
 func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
 	var p stepPlan
@@ -131,9 +134,13 @@ func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
 		}
 	}
 	order = order[:nnodes]
+	over := req.Overcommit || j.Spec.Overcommit
 	room := make([]int, nnodes) // tasks each node can take
 	for k, i := range order {
 		room[k] = j.Alloc[i].CPUs / p.CPUsPerTask
+		if room[k] == 0 && over {
+			room[k] = 1
+		}
 		if room[k] == 0 {
 			return p, &api.Error{Message: api.ErrTooManyProcessors}
 		}
@@ -144,7 +151,7 @@ func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
 		for k := range tasks {
 			tasks[k] = min(req.NTasksPerNode, left)
 			left -= tasks[k]
-			if tasks[k] > room[k] {
+			if tasks[k] > room[k] && !over {
 				return p, &api.Error{Message: api.ErrTooManyProcessors}
 			}
 		}
@@ -161,8 +168,12 @@ func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
 			tasks[k] += add
 			left -= add
 		}
-		if left > 0 {
+		if left > 0 && !over {
 			return p, &api.Error{Message: api.ErrTooManyProcessors}
+		}
+		for k := 0; left > 0; k = (k + 1) % nnodes {
+			tasks[k]++
+			left--
 		}
 	}
 	for k, i := range order {

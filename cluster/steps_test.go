@@ -55,6 +55,13 @@ func TestPlanStep(t *testing.T) {
 		{"node outside the job", job3(6, 0), api.StepRequest{NodeList: "node9"}, nil, nil, 0, "", api.ErrConfigUnavailable},
 		{"--ntasks-per-node over the CPUs", job3(6, 0), api.StepRequest{NTasksPerNode: 3}, nil, nil, 0, "", api.ErrTooManyProcessors},
 		{"-N smaller than -w", job3(6, 0), api.StepRequest{NodeList: "node[1-3]", Nodes: 2}, nil, nil, 0, "", api.ErrNodeCountInvalid},
+		// -O: full nodes first, then the rest round the nodes.
+		{"-O -n8", job3(6, 0), api.StepRequest{NTasks: 8, Overcommit: true}, []string{"node1", "node2", "node3"}, []int{3, 3, 2}, 1, "", ""},
+		{"-O -n4 -N1", job3(6, 0), api.StepRequest{NTasks: 4, Nodes: 1, Overcommit: true}, []string{"node1"}, []int{4}, 1, "", ""},
+		{"-O -c3 on 2-CPU nodes", job3(0, 0), api.StepRequest{CPUsPerTask: 3, NTasks: 2, Overcommit: true}, []string{"node1", "node2"}, []int{1, 1}, 3, "", ""},
+		{"-O --ntasks-per-node=4", job3(6, 0), api.StepRequest{NTasksPerNode: 4, Nodes: 2, Overcommit: true}, []string{"node1", "node2"}, []int{4, 4}, 1, "", ""},
+		{"the job's -O", func() *api.Job { j := job3(12, 0); j.Spec.Overcommit = true; return j }(), api.StepRequest{},
+			[]string{"node1", "node2", "node3"}, []int{4, 4, 4}, 1, "", ""},
 	}
 	for _, c := range cases {
 		p, err := planStep(c.job, &c.req)
@@ -205,4 +212,42 @@ func envValue(env []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// -O on a real one-node cluster (node1, 2 CPUs): the job asks 6 tasks
+// and is given one task's CPU; its default step runs the 6 tasks on it.
+func TestOvercommitOneNode(t *testing.T) {
+	_, cl := startOne(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	spec := api.JobSpec{Name: "alloc", Script: api.HolderScript, WorkDir: t.TempDir(), NTasks: 6}
+	if _, err := cl.Submit(ctx, spec); err == nil || !strings.Contains(err.Error(), api.ErrTooManyProcessors) {
+		t.Fatalf("6 tasks on 2 CPUs without -O: %v", err)
+	}
+	spec.Overcommit = true
+	id, err := cl.Submit(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := cl.WaitAllocation(ctx, id, nil)
+	if err != nil || a.Job.State != api.StateRunning {
+		t.Fatalf("allocation %+v %v", a, err)
+	}
+	if len(a.Job.Alloc) != 1 || a.Job.Alloc[0].CPUs != 1 {
+		t.Errorf("alloc %+v, want one CPU on one node", a.Job.Alloc)
+	}
+	var exits []api.TaskExit
+	err = cl.RunStep(ctx, api.StepRequest{JobID: id, Argv: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}},
+		func(ev *api.StepEvent) error {
+			if ev.Exit != nil {
+				exits = append(exits, *ev.Exit)
+			}
+			return nil
+		}, nil)
+	if err != nil || len(exits) != 6 {
+		t.Errorf("step: %v, %d task exits, want 6", err, len(exits))
+	}
+	if err := cl.Release(ctx, api.ReleaseRequest{JobID: id}); err != nil {
+		t.Fatal(err)
+	}
 }

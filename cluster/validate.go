@@ -24,7 +24,7 @@ func validateSpec(cfg *config.Config, s *api.JobSpec) error {
 	if s.Script == "" {
 		return &api.Error{Message: api.ErrEmptyScript}
 	}
-	if s.Nodes < 0 || s.NTasks < 0 || s.CPUsPerTask < 0 || s.MemPerNodeMB < 0 || s.MemPerCPUMB < 0 {
+	if s.Nodes < 0 || s.NTasks < 0 || s.CPUsPerTask < 0 || s.MemPerNodeMB < 0 || s.MemPerCPUMB < 0 || s.MinCPUs < 0 {
 		return &api.Error{Message: api.ErrConfigUnavailable}
 	}
 	if s.TimeLimitMin < -1 {
@@ -130,13 +130,15 @@ func fitsPartition(cfg *config.Config, p *config.Partition, s *api.JobSpec, gres
 			maxGres[g.Name] = max(maxGres[g.Name], n.GresCount(g.Name))
 		}
 	}
+	// With -O the job asks one task's CPUs per node (ReqCPUs), however
+	// many tasks it runs.
 	if s.ReqCPUs() > cpus || max(s.Nodes, 1) > cpus {
 		return &api.Error{Message: api.ErrTooManyProcessors}
 	}
 	if s.Nodes > len(p.Nodes) || (p.MaxNodes >= 0 && s.Nodes > p.MaxNodes) {
 		return &api.Error{Message: api.ErrNodeCountInvalid}
 	}
-	if s.CPUsPerTask > maxCPUs {
+	if s.CPUsPerTask > maxCPUs || s.MinCPUs > maxCPUs {
 		return &api.Error{Message: api.ErrConfigUnavailable}
 	}
 	if s.MemPerNodeMB > maxMem || s.MemPerCPUMB*int64(max(s.CPUsPerTask, 1)) > maxMem {
@@ -151,6 +153,27 @@ func fitsPartition(cfg *config.Config, p *config.Partition, s *api.JobSpec, gres
 		return &api.Error{Message: api.ErrConfigUnavailable}
 	}
 	return nil
+}
+
+// allocShape is the node count, task count, tasks per node and CPUs per
+// task the scheduler allocates a job for. Most jobs ask what they say;
+// with -O/--overcommit the job is allocated as if it ran one task per
+// node (its -n tasks then share those CPUs), as Slurm allocates it; and
+// where each node holds one task, --mincpus raises that task's CPUs to
+// the node's floor.
+func allocShape(s *api.JobSpec) (nodes, ntasks, perNode, cpt int) {
+	nodes, ntasks, perNode, cpt = s.Nodes, s.NTasks, s.NTasksPerNode, s.CPUsPerTask
+	if s.Overcommit {
+		if nodes == 0 && ntasks > 0 && perNode > 0 {
+			nodes = (ntasks + perNode - 1) / perNode
+		}
+		ntasks, perNode = 0, 0
+	}
+	oneEach := perNode == 1 || (perNode == 0 && (ntasks == 0 || ntasks == nodes))
+	if s.MinCPUs > 0 && oneEach {
+		cpt = max(cpt, s.MinCPUs)
+	}
+	return nodes, ntasks, perNode, cpt
 }
 
 // nodesView builds the node and partition lists that sinfo shows.

@@ -89,13 +89,14 @@ var slurmCommands = map[string]slurmMain{
 	"sprio":    sprioMain,
 	"sshare":   sshareMain,
 	"sreport":  sreportMain,
+	"sdiag":    sdiagMain,
 }
 
 // LinkNames are the Slurm command names install-links creates, in the
 // order it lists them.
 var LinkNames = []string{
 	"sbatch", "srun", "salloc", "squeue", "sinfo", "scancel",
-	"scontrol", "sacct", "sreport", "sshare", "sacctmgr", "sprio",
+	"scontrol", "sacct", "sreport", "sshare", "sacctmgr", "sprio", "sdiag",
 }
 
 // notImplemented answers for the Slurm names hpc does not implement yet.

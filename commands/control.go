@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -128,6 +129,12 @@ func (s *scontrol) command(argv []string) {
 		s.jobControl(argv, "requeue")
 	case keyword(tag, "update", 1):
 		s.update(argv)
+	case keyword(tag, "completing", 2):
+		if len(argv) > 1 {
+			s.fail("too many arguments for keyword:%s\n", tag)
+			return
+		}
+		s.completing()
 	case keyword(tag, "takeover", 2):
 		s.takeover(argv)
 	case keyword(tag, "write", 5):
@@ -446,6 +453,8 @@ func (s *scontrol) show(argv []string) {
 		s.showJobs(val, hasVal)
 	case keyword(tag, "nodes", 1):
 		s.showNodes(val, hasVal)
+	case keyword(tag, "steps", 2):
+		s.showSteps(val, hasVal)
 	case keyword(tag, "partitions", 2), keyword(tag, "partitionname", 2):
 		s.showPartitions(val, hasVal)
 	default:
@@ -477,19 +486,21 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 		}
 		digits := leadingDigits(val)
 		id, _ = strconv.ParseUint(digits, 10, 64)
-		task = strings.TrimPrefix(val[len(digits):], "_")
+		if rest := val[len(digits):]; strings.HasPrefix(rest, "_") {
+			// The task index as strtol reads it: "12_" is task 0.
+			task = leadingDigits(rest[1:])
+			if task == "" {
+				task = "0"
+			}
+		} else if rest != "" {
+			task = rest // a heterogeneous component (12+1): hpc has none
+		}
 	}
-	cl, ctx, cancel, err := connect(s.e)
-	var jobs []api.Job
-	if err == nil {
-		defer cancel()
-		jobs, err = cl.Jobs(ctx)
-	}
-	if err != nil {
-		s.loadErr("slurm_load_jobs error", err)
+	jobs, ok := s.loadJobs()
+	if !ok {
 		return
 	}
-	if hasVal && !hasJob(jobs, id) {
+	if hasVal && !hasJob(jobs, id) && !hasArray(jobs, id) {
 		s.loadErr("slurm_load_jobs error", &api.Error{Message: api.ErrInvalidJobID})
 		return
 	}
@@ -497,8 +508,7 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 	now := s.e.Now()
 	printed := 0
 	for _, j := range jobs {
-		if hasVal && (j.ID != id || task != "") {
-			// hpc has no array tasks or heterogeneous components yet.
+		if hasVal && !arrayMember(j, id, task) {
 			continue
 		}
 		fmt.Fprint(s.e.Stdout, format.ShowJob(j, now, s.oneLiner, s.details))
@@ -516,18 +526,145 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 	}
 }
 
-func (s *scontrol) loadNodes() (*api.NodesResponse, bool) {
+// hasArray reports whether id is a job array's id (its first task's job id).
+func hasArray(jobs []api.Job, id uint64) bool {
+	for _, j := range jobs {
+		if j.ArrayJobID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// arrayMember reports whether scontrol show job ID[_TASK] shows j: as the
+// controller loads job ID, an array's id stands for all its tasks and a
+// task's own job id for that task; TASK then picks the task of that index.
+func arrayMember(j api.Job, id uint64, task string) bool {
+	if j.ID != id && (j.ArrayJobID == 0 || j.ArrayJobID != id) {
+		return false
+	}
+	switch {
+	case task == "":
+		return true
+	case j.ArrayJobID == 0:
+		return false
+	}
+	return strconv.Itoa(j.ArrayTaskID) == task
+}
+
+// loadJobs gets the job list, reporting a failure as scontrol does.
+func (s *scontrol) loadJobs() ([]api.Job, bool) {
+	return load(s, "slurm_load_jobs error", (*api.Client).Jobs)
+}
+
+// load asks the controller with get, reporting a failure as scontrol's
+// slurm_perror(what) does.
+func load[T any](s *scontrol, what string, get func(*api.Client, context.Context) (T, error)) (T, bool) {
+	var v T
 	cl, ctx, cancel, err := connect(s.e)
-	var resp *api.NodesResponse
 	if err == nil {
 		defer cancel()
-		resp, err = cl.Nodes(ctx)
+		v, err = get(cl, ctx)
 	}
 	if err != nil {
-		s.loadErr("slurm_load_node error", err)
-		return nil, false
+		s.loadErr(what, err)
+		return v, false
 	}
-	return resp, true
+	return v, true
+}
+
+// showSteps is scontrol show step [JOBID[_TASK][.STEPID]]: the steps the
+// controller knows (each running job's batch step and running srun steps),
+// of every job, of one job (an array's id: of all its tasks), or one step.
+func (s *scontrol) showSteps(val string, hasVal bool) {
+	var id uint64
+	task, step := "", ""
+	if hasVal {
+		digits := leadingDigits(val)
+		id, _ = strconv.ParseUint(digits, 10, 64)
+		rest := val[len(digits):]
+		switch {
+		case strings.HasPrefix(rest, "_"):
+			task = leadingDigits(rest[1:])
+			if task == "" {
+				task = "0"
+			}
+		case strings.HasPrefix(rest, "."):
+			step = rest[1:]
+			if step != "batch" {
+				// strtol's reading: leading digits, 0 without any.
+				n, _ := strconv.ParseUint(leadingDigits(step), 10, 32)
+				step = strconv.FormatUint(n, 10)
+			}
+		}
+	}
+	jobs, ok := s.loadJobs()
+	if !ok {
+		return
+	}
+	if hasVal && !hasJob(jobs, id) && !hasArray(jobs, id) {
+		s.status = 1
+		if !s.quiet {
+			fmt.Fprintf(s.e.Stderr, "slurm_get_job_steps error: %s\n", api.ErrInvalidJobID)
+		}
+		return
+	}
+	byID := map[uint64]api.Job{}
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	steps := format.JobSteps(jobs)
+	sort.SliceStable(steps, func(a, b int) bool { return steps[a].JobID < steps[b].JobID })
+	printed := 0
+	for _, st := range steps {
+		j := byID[st.JobID]
+		if hasVal && (!arrayMember(j, id, task) || (step != "" && st.ID != step)) {
+			continue
+		}
+		fmt.Fprint(s.e.Stdout, format.ShowStep(j, st, s.oneLiner))
+		printed++
+	}
+	if printed > 0 {
+		return
+	}
+	if !hasVal {
+		if !s.quiet {
+			fmt.Fprintln(s.e.Stdout, "No job steps in the system")
+		}
+		return
+	}
+	s.status = 1
+	if !s.quiet {
+		name := strconv.FormatUint(id, 10)
+		if task != "" {
+			name += "_" + task
+		}
+		fmt.Fprintf(s.e.Stdout, "Job step %s.%s not found\n", name, step)
+	}
+}
+
+// completing is scontrol completing: each COMPLETING job with its nodes
+// still completing (and those down).
+func (s *scontrol) completing() {
+	jobs, ok := s.loadJobs()
+	if !ok {
+		return
+	}
+	resp, ok := s.loadNodes()
+	if !ok {
+		return
+	}
+	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
+	now := s.e.Now()
+	for _, j := range jobs {
+		if j.State == api.StateCompleting {
+			fmt.Fprint(s.e.Stdout, format.CompletingJob(j, resp.Nodes, now))
+		}
+	}
+}
+
+func (s *scontrol) loadNodes() (*api.NodesResponse, bool) {
+	return load(s, "slurm_load_node error", (*api.Client).Nodes)
 }
 
 func (s *scontrol) showNodes(val string, hasVal bool) {
@@ -673,13 +810,20 @@ func (s *scontrol) controllers(cfg *config.Config) ([]format.Controller, bool) {
 	return ctls, true
 }
 
-func (s *scontrol) loadConfig() (*config.Config, error) {
+// servedConfig is GET /api/config's answer: the parsed slurm.conf and what
+// the daemon adds to it.
+type servedConfig struct {
+	config.Config
+	api.ConfigInfo
+}
+
+func (s *scontrol) loadConfig() (*servedConfig, error) {
 	cl, ctx, cancel, err := connect(s.e)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	var cfg config.Config
+	var cfg servedConfig
 	if err := cl.Config(ctx, &cfg); err != nil {
 		return nil, err
 	}
@@ -693,7 +837,7 @@ func (s *scontrol) ping() {
 		s.loadErr("slurm_load_ctl_conf error", err)
 		return
 	}
-	ctls, _ := s.controllers(cfg)
+	ctls, _ := s.controllers(&cfg.Config)
 	fmt.Fprint(s.e.Stdout, format.PingLines(ctls, s.e.UID == 0))
 	s.status = 1
 	for _, c := range ctls {
@@ -703,122 +847,163 @@ func (s *scontrol) ping() {
 	}
 }
 
-// showConfig is scontrol show config.
+// showConfig is scontrol show config: Slurm's every key, the cgroup
+// section, hpc's own keys, and the controllers' status.
 func (s *scontrol) showConfig() {
 	cfg, err := s.loadConfig()
 	if err != nil {
 		s.loadErr("slurm_load_ctl_conf error", err)
 		return
 	}
-	fmt.Fprint(s.e.Stdout, format.ShowConfig(configItems(cfg), s.e.Now()))
-	ctls, _ := s.controllers(cfg)
+	vals, own := configValues(cfg)
+	fmt.Fprint(s.e.Stdout, format.ShowConfig(format.ConfigItems(vals), s.e.Now(), format.CgroupConfig(),
+		format.ConfigSection{Title: "hpc Configuration", Items: own}))
+	ctls, _ := s.controllers(&cfg.Config)
 	fmt.Fprint(s.e.Stdout, format.PingLines(ctls, s.e.UID == 0))
 }
 
-// configKeys spells slurm.conf keys as scontrol show config prints them;
-// the file may spell them in any case.
-var configKeys = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range strings.Fields(`AccountingStorageBackupHost AccountingStorageEnforce
-		AccountingStorageHost AccountingStorageExternalHost AccountingStorageParameters AccountingStoragePort
-		AccountingStorageTRES AccountingStorageType AccountingStorageUser AccountingStoreFlags
-		AcctGatherEnergyType AcctGatherFilesystemType AcctGatherInterconnectType AcctGatherNodeFreq
-		AcctGatherProfileType AllowSpecResourcesUsage AuthAltTypes AuthAltParameters AuthInfo AuthType
-		BatchStartTimeout BcastExclude BcastParameters BurstBufferType CliFilterPlugins ClusterName
-		CommunicationParameters CompleteWait CoreSpecPlugin CpuFreqDef CpuFreqGovernors CredType DebugFlags
-		DefMemPerCPU DefMemPerNode DependencyParameters DisableRootJobs EioTimeout EnforcePartLimits Epilog
-		EpilogMsgTime EpilogSlurmctld ExtSensorsType ExtSensorsFreq FederationParameters FirstJobId
-		GetEnvTimeout GresTypes GpuFreqDef GroupUpdateForce GroupUpdateTime HealthCheckInterval
-		HealthCheckNodeState HealthCheckProgram InactiveLimit InteractiveStepOptions JobAcctGatherFrequency
-		JobAcctGatherType JobAcctGatherParams JobCompHost JobCompLoc JobCompPort JobCompType JobCompUser
-		JobContainerType JobCredentialPrivateKey JobCredentialPublicCertificate JobDefaults JobFileAppend
-		JobRequeue JobSubmitPlugins KillOnBadExit KillWait LaunchParameters LaunchType Licenses LogTimeFormat
-		MailDomain MailProg MaxArraySize MaxDBDMsgs MaxJobCount MaxJobId MaxMemPerCPU MaxMemPerNode
-		MaxNodeCount MaxStepCount MaxTasksPerNode MCSPlugin MCSParameters MessageTimeout MinJobAge MpiDefault
-		MpiParams NodeFeaturesPlugins OverTimeLimit PluginDir PlugStackConfig PowerParameters PowerPlugin
-		PreemptMode PreemptType PreemptExemptTime PrEpParameters PrEpPlugins PriorityParameters
-		PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType PrivateData ProctrackType Prolog
-		PrologEpilogTimeout PrologSlurmctld PrologFlags PropagatePrioProcess PropagateResourceLimits
-		PropagateResourceLimitsExcept RebootProgram ReconfigFlags RequeueExit RequeueExitHold
-		ResumeFailProgram ResumeProgram ResumeRate ResumeTimeout ResvEpilog ResvOverRun ResvProlog
-		ReturnToService RoutePlugin SchedulerParameters SchedulerTimeSlice SchedulerType ScronParameters
-		SelectType SelectTypeParameters SlurmUser SlurmctldAddr SlurmctldDebug SlurmctldLogFile
-		SlurmctldPort SlurmctldSyslogDebug SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg SlurmctldTimeout
-		SlurmctldParameters SlurmdDebug SlurmdLogFile SlurmdParameters SlurmdPidFile SlurmdPort
-		SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmdUser SlurmSchedLogFile SlurmSchedLogLevel
-		SlurmctldPidFile SlurmctldPlugstack SrunEpilog SrunPortRange SrunProlog StateSaveLocation
-		SuspendExcNodes SuspendExcParts SuspendProgram SuspendRate SuspendTime SuspendTimeout
-		SwitchParameters SwitchType TaskEpilog TaskPlugin TaskPluginParam TaskProlog TCPTimeout TmpFS
-		TopologyParam TopologyPlugin TrackWCKey TreeWidth UsePam UnkillableStepProgram UnkillableStepTimeout
-		VSizeFactor WaitTime X11Parameters`) {
-		m[strings.ToLower(k)] = k
-	}
-	return m
-}()
-
-// configUnits are the keys scontrol prints with a unit after the number.
-var configUnits = map[string]string{
-	"AcctGatherNodeFreq": "sec", "BatchStartTimeout": "sec", "CompleteWait": "sec", "EpilogMsgTime": "usec",
-	"ExtSensorsFreq": "sec", "GetEnvTimeout": "sec", "GroupUpdateTime": "sec", "HealthCheckInterval": "sec",
-	"InactiveLimit": "sec", "KillWait": "sec", "MessageTimeout": "sec", "MinJobAge": "sec",
-	"OverTimeLimit": "min", "ResumeRate": "nodes/min", "ResumeTimeout": "sec", "ResvOverRun": "min",
-	"SchedulerTimeSlice": "sec", "SlurmctldTimeout": "sec", "SlurmdTimeout": "sec", "SuspendRate": "nodes/min",
-	"SuspendTimeout": "sec", "TCPTimeout": "sec", "UnkillableStepTimeout": "sec", "VSizeFactor": "percent",
-	"WaitTime": "sec",
+// hpcConfigDefaults are how hpc works where Slurm makes it a choice hpc
+// does not offer; slurm.conf's value is printed instead when it has one.
+var hpcConfigDefaults = map[string]string{
+	// hpc keeps accounting itself (sacct, sacctmgr), as slurmdbd would.
+	"AccountingStorageType": "accounting_storage/slurmdbd",
+	"AccountingStorageUser": "N/A",
+	"AccountingStoragePort": "6819",
+	// Steps run in cgroups that confine them to their cores and memory;
+	// their usage is read from those cgroups.
+	"JobAcctGatherType":    "jobacct_gather/cgroup",
+	"TaskPlugin":           "task/cgroup",
+	"SelectType":           "select/cons_tres",
+	"SelectTypeParameters": "CR_CORE_MEMORY",
 }
 
-// configItems lists the keys hpc knows, sorted as scontrol sorts them
-// (ignoring case): the ones it interprets, the others as written in
-// slurm.conf, and hpc's own ports.
-func configItems(cfg *config.Config) []format.ConfigItem {
+// configValues is what scontrol show config prints for the cluster (keys
+// as format.ConfigItems takes them; missing keys print Slurm's defaults):
+// hpc's own behaviour, then slurm.conf's keys hpc keeps but does not
+// interpret, then the settings hpc interprets. own lists hpc's ports and
+// the slurm.conf keys Slurm does not print, sorted.
+func configValues(cfg *servedConfig) (map[string]string, []format.ConfigItem) {
 	vals := map[string]string{}
+	for k, v := range hpcConfigDefaults {
+		vals[k] = v
+	}
+	var own []format.ConfigItem
 	for k, v := range cfg.Raw {
-		name := k
-		if c, ok := configKeys[strings.ToLower(k)]; ok {
-			name = c
+		name, ok := format.SlurmConfigKey(k)
+		if !ok {
+			own = append(own, format.ConfigItem{Key: k, Value: v})
+			continue
 		}
-		if u, ok := configUnits[name]; ok && v != "" && strings.Trim(v, "0123456789") == "" {
-			v += " " + u
-		}
-		if name == "SelectTypeParameters" {
+		switch name {
+		case "SelectTypeParameters":
 			v = strings.ToUpper(v)
+		case "SlurmdUser":
+			v = userWithID(v)
 		}
 		vals[name] = v
+	}
+	if vals["AccountingStorageTRES"] == "" {
+		// Slurm's default TRES, and each GRES type's.
+		tres := "cpu,mem,energy,node,billing,fs/disk,vmem,pages"
+		for _, g := range strings.Split(vals["GresTypes"], ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				tres += ",gres/" + g
+			}
+		}
+		vals["AccountingStorageTRES"] = tres
 	}
 	vals["ClusterName"] = cfg.ClusterName
 	if cfg.DefMemPerCPU > 0 {
 		vals["DefMemPerCPU"] = strconv.FormatInt(cfg.DefMemPerCPU, 10)
-	} else {
-		vals["DefMemPerNode"] = "UNLIMITED"
 	}
 	vals["EnforcePartLimits"] = cfg.EnforcePartLimits
 	vals["AccountingStorageEnforce"] = cfg.AccountingStorageEnforce.String()
 	vals["PrivateData"] = cfg.PrivateData.String()
-	vals["KillWait"] = strconv.Itoa(cfg.KillWait) + " sec"
+	vals["KillWait"] = strconv.Itoa(cfg.KillWait)
+	vals["MinJobAge"] = strconv.Itoa(cfg.MinJobAge)
+	vals["SlurmdTimeout"] = strconv.Itoa(cfg.SlurmdTimeout)
+	vals["Prolog"] = cfg.Prolog
+	vals["Epilog"] = cfg.Epilog
+	vals["PrologEpilogTimeout"] = strconv.Itoa(cfg.PrologEpilogTimeout)
+	vals["PreemptType"] = cfg.PreemptType
+	vals["PreemptMode"] = cfg.PreemptMode
+	vals["MaxJobCount"] = strconv.Itoa(cfg.MaxJobCount)
+	vals["MaxArraySize"] = strconv.Itoa(cfg.MaxArraySize)
+	if vals["MaxDBDMsgs"] == "" {
+		vals["MaxDBDMsgs"] = strconv.Itoa(max(10000, 2*cfg.MaxJobCount+4*len(cfg.Nodes)))
+	}
 	vals["MaxNodeCount"] = strconv.Itoa(len(cfg.Nodes))
-	vals["HpcApiPort"] = strconv.Itoa(cfg.APIPort)
-	vals["HpcRaftPort"] = strconv.Itoa(cfg.RaftPort)
-	vals["HpcGossipPort"] = strconv.Itoa(cfg.GossipPort)
-	vals["SLURM_VERSION"] = format.SlurmVersion
+	if len(cfg.Topology) > 0 {
+		vals["TopologyPlugin"] = "topology/tree"
+	}
+	slurmUser := cfg.SlurmUser
+	if slurmUser == "" {
+		slurmUser = "root"
+	}
+	vals["SlurmUser"] = userWithID(slurmUser)
 	for i, h := range cfg.ControlHosts {
-		vals[fmt.Sprintf("SlurmctldHost[%d]", i)] = h.Name + "(" + h.Addr + ")"
+		v := h.Name
+		if h.Addr != "" && h.Addr != h.Name {
+			v += "(" + h.Addr + ")"
+		}
+		vals[fmt.Sprintf("SlurmctldHost[%d]", i)] = v
 	}
-	keys := make([]string, 0, len(vals))
-	for k := range vals {
-		keys = append(keys, k)
+	priorityValues(vals, cfg.Priority)
+	if !cfg.BootTime.IsZero() {
+		vals["BOOT_TIME"] = format.ISOTime(cfg.BootTime)
 	}
-	sort.Slice(keys, func(a, b int) bool {
-		x, y := strings.ToLower(keys[a]), strings.ToLower(keys[b])
+	if cfg.NextJobID != 0 {
+		vals["NEXT_JOB_ID"] = strconv.FormatUint(cfg.NextJobID, 10)
+	}
+	vals["SLURM_CONF"] = cfg.SlurmConf
+	vals["StateSaveLocation"] = cfg.StateSaveLocation
+	vals["SLURM_VERSION"] = format.SlurmVersion
+
+	own = append(own, format.ConfigItem{Key: "HpcApiPort", Value: strconv.Itoa(cfg.APIPort)},
+		format.ConfigItem{Key: "HpcRaftPort", Value: strconv.Itoa(cfg.RaftPort)},
+		format.ConfigItem{Key: "HpcGossipPort", Value: strconv.Itoa(cfg.GossipPort)})
+	sort.Slice(own, func(a, b int) bool {
+		x, y := strings.ToLower(own[a].Key), strings.ToLower(own[b].Key)
 		if x != y {
 			return x < y
 		}
-		return keys[a] < keys[b]
+		return own[a].Key < own[b].Key
 	})
-	items := make([]format.ConfigItem, len(keys))
-	for i, k := range keys {
-		items[i] = format.ConfigItem{Key: k, Value: vals[k]}
+	return vals, own
+}
+
+// priorityValues adds PriorityType and, for priority/multifactor, the keys
+// Slurm prints with it.
+func priorityValues(vals map[string]string, p config.Priority) {
+	vals["PriorityType"] = p.Type
+	if p.Type == "" || p.Type == "priority/basic" {
+		return
 	}
-	return items
+	vals["FairShareDampeningFactor"] = "1"
+	vals["PriorityDecayHalfLife"] = format.ConfigMinutes(p.DecayHalfLifeMin)
+	vals["PriorityCalcPeriod"] = format.ConfigMinutes(p.CalcPeriodMin)
+	vals["PriorityFavorSmall"] = "No"
+	if p.FavorSmall {
+		vals["PriorityFavorSmall"] = "Yes"
+	}
+	vals["PriorityFlags"] = "(null)"
+	vals["PriorityMaxAge"] = format.ConfigMinutes(p.MaxAgeMin)
+	vals["PriorityUsageResetPeriod"] = "NONE"
+	vals["PriorityWeightAge"] = strconv.FormatUint(uint64(p.WeightAge), 10)
+	vals["PriorityWeightAssoc"] = "0"
+	vals["PriorityWeightFairShare"] = strconv.FormatUint(uint64(p.WeightFairshare), 10)
+	vals["PriorityWeightJobSize"] = strconv.FormatUint(uint64(p.WeightJobSize), 10)
+	vals["PriorityWeightPartition"] = strconv.FormatUint(uint64(p.WeightPartition), 10)
+	vals["PriorityWeightQOS"] = strconv.FormatUint(uint64(p.WeightQOS), 10)
+	vals["PriorityWeightTRES"] = "(null)"
+}
+
+// userWithID is a user as scontrol show config prints one: "slurm(64030)".
+func userWithID(name string) string {
+	if uid, ok := lookupUID(name); ok {
+		return name + "(" + strconv.FormatUint(uint64(uid), 10) + ")"
+	}
+	return name
 }
 
 const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
@@ -835,6 +1020,8 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
   terminated.
 
     Valid <COMMAND> values are:
+     completing               display jobs in completing state along with
+                              their completing or down nodes
      exit                     terminate scontrol
      help                     print this description of use.
      oneliner                 report output one record per line.
@@ -854,9 +1041,10 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
                               the (optional) filename is not given.
 
   <ENTITY> may be "config", "hostnames", "hostlist", "hostlistsorted",
-       "job", "node" or "partition".
+       "job", "node", "partition" or "step".
 
-  <ID> may be a configuration parameter name, job id, node name or
+  <ID> may be a configuration parameter name, job id (an array's id or
+       id_task for its tasks), job step id (job.step), node name or
        partition name; for hostnames and hostlist, a node list
        ("node[1-4]", or a file name starting with '/' for hostlist).
 

@@ -163,3 +163,18 @@ func intersects(a, b []string) bool {
 	}
 	return false
 }
+
+// helpOrVersion answers --help and --usage with usage, and -V/--version
+// with Slurm's version, as the commands do; handled is false for any other
+// option.
+func helpOrVersion(e *Env, id, usage string) (handled bool, err error) {
+	switch id {
+	case "help", "usage":
+		fmt.Fprintln(e.Stdout, usage)
+		return true, quit{0}
+	case "V":
+		fmt.Fprintln(e.Stdout, slurmVersion)
+		return true, quit{0}
+	}
+	return false, nil
+}

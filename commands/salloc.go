@@ -8,6 +8,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
@@ -21,6 +24,7 @@ func sallocMain(e *Env, prog string, args []string) int {
 	if done {
 		return code
 	}
+	o.sayOptions(e, prog)
 	argv := o.argv
 	if len(argv) == 0 {
 		shell := e.Getenv("SHELL")
@@ -61,11 +65,13 @@ func sallocMain(e *Env, prog string, args []string) int {
 			spec.Name = filepath.Base(o.argv[0])
 		}
 	}
-	a, code, ok := allocate(ctx, e, prog, con, cl, spec, o.quiet, sigs)
+	asked := time.Now()
+	a, code, ok := allocate(ctx, e, prog, con, cl, spec, o, sigs)
 	if !ok {
 		return code
 	}
 	id := a.Job.ID
+	ringBell(e, o.bell, time.Since(asked))
 	if !o.quiet {
 		con.printf("%s: Granted job allocation %d\n", prog, id)
 		con.printf("%s: Nodes %s are ready for job\n", prog, envValue(a.Env, "SLURM_JOB_NODELIST"))
@@ -106,6 +112,9 @@ func sallocMain(e *Env, prog string, args []string) int {
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			rc = 128 + int(ws.Signal())
+			if o.verbose > 0 {
+				con.printf("%s: Command \"%s\" was terminated by signal %d\n", prog, argv[0], int(ws.Signal()))
+			}
 		} else {
 			rc = ee.ExitCode()
 		}
@@ -122,6 +131,20 @@ func sallocMain(e *Env, prog string, args []string) int {
 	}
 	release(e, prog, cl, exitRelease(id, rc))
 	return rc
+}
+
+// ringBell rings the terminal as salloc does when the allocation is
+// granted: with --bell always, by default after a wait of over ten
+// seconds, with --no-bell never; and only when its output is a terminal.
+func ringBell(e *Env, bell string, waited time.Duration) {
+	if bell == "no-bell" || (bell == "" && waited <= 10*time.Second) {
+		return
+	}
+	if f, ok := e.Stdout.(*os.File); ok {
+		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+			_, _ = f.WriteString("\a")
+		}
+	}
 }
 
 // envValue is a variable's value in an environment list.

@@ -49,12 +49,10 @@ func sprioMain(e *Env, prog string, args []string) int {
 			weights = true
 		case "h":
 			noHeader = true
-		case "help", "usage":
-			fmt.Fprintln(e.Stdout, "Usage: sprio [-j jid[s]] [-u user_name[s]] [-w] [-l] [-n] [-h] [-p partition[s]]")
-			return quit{0}
-		case "V":
-			fmt.Fprintln(e.Stdout, slurmVersion)
-			return quit{0}
+		default:
+			if handled, err := helpOrVersion(e, o.ID(), "Usage: sprio [-j jid[s]] [-u user_name[s]] [-w] [-l] [-n] [-h] [-p partition[s]]"); handled {
+				return err
+			}
 		}
 		return nil
 	})

@@ -28,12 +28,10 @@ func sreportMain(e *Env, prog string, args []string) int {
 			v.sep, v.trailing = "|", true
 		case "P":
 			v.sep, v.trailing = "|", false
-		case "help", "usage":
-			fmt.Fprintln(e.Stdout, "Usage: sreport [-t minutes|hours|seconds|percent] [-n] [-p|-P] cluster utilization|accountutilizationbyuser | user topusage [start=TIME] [end=TIME]")
-			return quit{0}
-		case "V":
-			fmt.Fprintln(e.Stdout, slurmVersion)
-			return quit{0}
+		default:
+			if handled, err := helpOrVersion(e, o.ID(), "Usage: sreport [-t minutes|hours|seconds|percent] [-n] [-p|-P] cluster utilization|accountutilizationbyuser | user topusage [start=TIME] [end=TIME]"); handled {
+				return err
+			}
 		}
 		return nil
 	})

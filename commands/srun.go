@@ -46,6 +46,19 @@ type runOpts struct {
 	name    string
 	help    bool
 	version bool
+	// verbose counts -v; given lists the options given, for -v's
+	// "defined options" (verbose.go).
+	verbose int
+	given   []givenOption
+	// immediate is --immediate[=secs]: the allocation must start within
+	// that many seconds (0: not given).
+	immediate int
+	// taskProlog and taskEpilog run before and after each task.
+	taskProlog, taskEpilog string
+	// bell is salloc's --bell ("bell") or --no-bell ("no-bell").
+	bell string
+	// notices are options accepted without effect, said with -v.
+	notices []string
 }
 
 // allocOptions are the options of srun and salloc that shape an allocation
@@ -69,6 +82,13 @@ var allocOptions = []jobspec.Opt{
 	{Long: "gpus", Short: 'G', Arg: jobspec.RequiredArg},
 	{Long: "constraint", Short: 'C', Arg: jobspec.RequiredArg},
 	{Long: "exclusive", Arg: jobspec.OptionalArg},
+	{Long: "overcommit", Short: 'O', Arg: jobspec.NoArg},
+	{Long: "mincpus", Arg: jobspec.RequiredArg},
+	{Long: "tmp", Arg: jobspec.RequiredArg},
+	{Long: "begin", Short: 'b', Arg: jobspec.RequiredArg},
+	{Long: "deadline", Arg: jobspec.RequiredArg},
+	{Long: "dependency", Short: 'd', Arg: jobspec.RequiredArg},
+	{Long: "use-min-nodes", Arg: jobspec.NoArg},
 }
 
 // runOnlyOptions are srun's and salloc's own options.
@@ -95,6 +115,32 @@ var runOnlyOptions = []jobspec.Opt{
 	{Long: "container-image", Arg: jobspec.RequiredArg},
 	{Long: "container-mounts", Arg: jobspec.RequiredArg},
 	{Long: "container-workdir", Arg: jobspec.RequiredArg},
+	{Long: "immediate", Short: 'I', Arg: jobspec.OptionalArg},
+}
+
+// srunOnlyOptions and sallocOnlyOptions are the options of one of them.
+var (
+	srunOnlyOptions = []jobspec.Opt{
+		{Long: "no-allocate", Short: 'Z', Arg: jobspec.NoArg},
+		{Long: "slurmd-debug", Arg: jobspec.RequiredArg},
+		{Long: "task-prolog", Arg: jobspec.RequiredArg},
+		{Long: "task-epilog", Arg: jobspec.RequiredArg},
+		{Long: "threads", Short: 'T', Arg: jobspec.RequiredArg},
+	}
+	sallocOnlyOptions = []jobspec.Opt{
+		{Long: "bell", Arg: jobspec.NoArg},
+		{Long: "no-bell", Arg: jobspec.NoArg},
+	}
+)
+
+// inert says why an option srun or salloc accepts does nothing on hpc;
+// -v prints it as a notice.
+var inert = map[string]string{
+	"tmp":          "hpc's nodes declare no TmpDisk",
+	"deadline":     "hpc does not end jobs at a deadline",
+	"no-allocate":  "hpc's srun always runs in an allocation",
+	"slurmd-debug": "hpc's daemons log through their own logger",
+	"threads":      "hpc's srun talks to one daemon",
 }
 
 // unsupported are options hpc's srun accepts but cannot honour yet.
@@ -111,7 +157,16 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 		g.Opts = append(g.Opts, opt)
 	}
 	g.Opts = append(g.Opts, runOnlyOptions...)
+	if prog == "salloc" {
+		g.Opts = append(g.Opts, sallocOnlyOptions...)
+	} else {
+		g.Opts = append(g.Opts, srunOnlyOptions...)
+	}
 	rest, err := g.Parse(args, func(opt *jobspec.Opt, val string, has bool) error {
+		o.given = addGiven(o.given, opt, val, has)
+		if why := inert[opt.Long]; why != "" {
+			o.notices = append(o.notices, fmt.Sprintf("--%s is accepted and ignored: %s", opt.Long, why))
+		}
 		if isAlloc[opt.Long] {
 			w := "--" + opt.Long
 			if has {
@@ -133,6 +188,23 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 			o.jobID = id
 		case "quiet":
 			o.quiet = true
+		case "verbose":
+			o.verbose++
+		case "immediate":
+			o.immediate = 1 // Slurm's DEFAULT_IMMEDIATE
+			if has {
+				n, err := strconv.Atoi(val)
+				if err != nil || n < 0 {
+					return &jobspec.UsageError{Msg: fmt.Sprintf("Invalid numeric value %q for --immediate.", val), Code: 1}
+				}
+				o.immediate = max(n, 1)
+			}
+		case "task-prolog":
+			o.taskProlog = val
+		case "task-epilog":
+			o.taskEpilog = val
+		case "bell", "no-bell":
+			o.bell = opt.Long
 		case "multi-prog":
 			o.multiProg = true
 		case "pty", "input":
@@ -183,6 +255,9 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 	if err != nil {
 		return nil, usageExit(e, prog, err), true
 	}
+	if err := parsed.ResolveBegin(e.Now()); err != nil {
+		return nil, usageExit(e, prog, err), true
+	}
 	o.spec, o.set = parsed.Spec, parsed.Set
 	if o.spec.WorkDir == "" {
 		o.spec.WorkDir = e.Cwd
@@ -217,17 +292,22 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 const runHelp = `
 Parallel run options:
   -A, --account=name          charge job to specified account
+  -b, --begin=time            defer job until HH:MM MM/DD/YY
   -c, --cpus-per-task=ncpus   number of cpus required per task
+  -d, --dependency=type:jobid defer job until condition on jobid is satisfied
   -D, --chdir=path            change remote current working directory
       --export=env_vars|NONE  environment passed to the tasks (ALL, NONE, or a list)
+  -I, --immediate[=secs]      exit if resources are not available in secs
   -J, --job-name=jobname      name of job
       --jobid=id              run under already allocated job
   -l, --label                 prepend task number to lines of stdout/err
       --mem=MB                minimum amount of real memory
       --mem-per-cpu=MB        maximum amount of real memory per allocated cpu
+      --mincpus=n             minimum number of logical processors per node
   -n, --ntasks=ntasks         number of tasks to run
       --ntasks-per-node=n     number of tasks to invoke on each node
   -N, --nodes=N               number of nodes on which to run (N = min[-max])
+  -O, --overcommit            overcommit resources: more tasks than CPUs
   -p, --partition=partition   partition requested
   -q, --qos=qos               quality of service
   -Q, --quiet                 quiet mode (suppress informational messages)
@@ -267,6 +347,7 @@ func srunMain(e *Env, prog string, args []string) int {
 		fmt.Fprintf(e.Stderr, "%s: fatal: No command given to execute.\n", prog)
 		return 1
 	}
+	o.sayOptions(e, prog)
 	con := &console{out: e.Stdout, err: e.Stderr}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, append([]os.Signal{os.Interrupt}, forwarded...)...)
@@ -286,6 +367,14 @@ func srunMain(e *Env, prog string, args []string) int {
 		}
 	}
 	if jobID != 0 {
+		if o.verbose > 0 {
+			// The allocation it runs in, as srun looks it up.
+			lctx, lcancel := context.WithTimeout(ctx, 5*time.Second)
+			if a, err := cl.WaitAllocation(lctx, jobID, nil); err == nil {
+				con.printf("%s", jobLine(prog, &a.Job))
+			}
+			lcancel()
+		}
 		rc, _ := runStep(e, prog, con, cl, o, jobID, sigs)
 		return rc
 	}
@@ -300,9 +389,12 @@ func srunMain(e *Env, prog string, args []string) int {
 			spec.Name = o.name
 		}
 	}
-	a, code, ok := allocate(ctx, e, prog, con, cl, spec, o.quiet, sigs)
+	a, code, ok := allocate(ctx, e, prog, con, cl, spec, o, sigs)
 	if !ok {
 		return code
+	}
+	if o.verbose > 0 {
+		con.printf("%s", jobLine(prog, &a.Job))
 	}
 	rc, end := runStep(e, prog, con, cl, o, a.Job.ID, sigs)
 	req := exitRelease(a.Job.ID, rc)
@@ -315,8 +407,9 @@ func srunMain(e *Env, prog string, args []string) int {
 }
 
 // allocate submits an allocation and waits until it runs. Ctrl-C while it
-// waits withdraws it.
-func allocate(ctx context.Context, e *Env, prog string, con *console, cl *api.Client, spec api.JobSpec, quiet bool, sigs <-chan os.Signal) (*api.Allocation, int, bool) {
+// waits withdraws it; so does --immediate when it has not started in time.
+func allocate(ctx context.Context, e *Env, prog string, con *console, cl *api.Client, spec api.JobSpec, o *runOpts, sigs <-chan os.Signal) (*api.Allocation, int, bool) {
+	quiet := o.quiet || o.immediate > 0
 	id, err := cl.Submit(ctx, spec)
 	if err != nil {
 		detail, msg := errText(err)
@@ -328,6 +421,12 @@ func allocate(ctx context.Context, e *Env, prog string, con *console, cl *api.Cl
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
+	if o.immediate > 0 {
+		// hpc schedules a pass after each submission: a job that can
+		// start at once has started within a moment.
+		wctx, stop = context.WithTimeout(wctx, max(time.Duration(o.immediate)*time.Second, 2*time.Second))
+		defer stop()
+	}
 	interrupted := make(chan struct{})
 	go func() {
 		select {
@@ -350,6 +449,11 @@ func allocate(ctx context.Context, e *Env, prog string, con *console, cl *api.Cl
 		con.printf("%s: Job allocation %d has been revoked.\n", prog, id)
 		return nil, 1, false
 	default:
+	}
+	if err != nil && o.immediate > 0 && ctx.Err() == nil {
+		_ = cl.Release(context.Background(), api.ReleaseRequest{JobID: id, ExitCode: 1})
+		e.errorf(prog, "Unable to allocate resources: %s", msgNodesBusy)
+		return nil, immediateExit(e), false
 	}
 	if err != nil {
 		e.errorf(prog, "waiting for job %d: %v", id, err)
@@ -405,6 +509,9 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 	if o.set["job-name"] {
 		req.Name = o.spec.Name
 	}
+	// -O, or SLURM_OVERCOMMIT (which Slurm sets in an -O job).
+	req.Overcommit = o.spec.Overcommit || e.Getenv("SLURM_OVERCOMMIT") != ""
+	taskWrap(o, &req)
 	containerStep(e, o, &req)
 	restoreTerm := stepInput(e, prog, o, &req) // srun_input.go
 	defer restoreTerm()
@@ -489,6 +596,9 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 				con.printf("%s: Warning: %s\n", prog, ev.Warning)
 			}
 			lab = newLabeller(con, o.label, ev.Step.NTasks())
+			if o.verbose > 0 {
+				con.printf("%s", launchLines(prog, jobID, ev.Step))
+			}
 		case ev.Stream != 0 && lab != nil:
 			lab.write(ev.Task, ev.Stream, ev.Data)
 		case ev.Exit != nil:
@@ -498,6 +608,9 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 				exits[k] = *ev.Exit
 			} else {
 				exits = append(exits, *ev.Exit)
+				if o.verbose > 0 && lab != nil {
+					con.printf("%s", exitLines(prog, jobID, step.ID, ev.Exit))
+				}
 			}
 		case ev.Done != nil:
 			final = ev.Done

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -147,3 +148,38 @@ func isDevNull(r io.Reader) bool {
 	}
 	return st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3
 }
+
+// taskWrap runs --task-prolog before each task and --task-epilog after it,
+// in the task's environment, as slurmstepd does: the prolog's output
+// lines "export NAME=value" and "unset NAME" change the task's
+// environment, "print text" writes text to the task's output; the task's
+// exit status (or signal) stays its own.
+func taskWrap(o *runOpts, req *api.StepRequest) {
+	if o.taskProlog == "" && o.taskEpilog == "" {
+		return
+	}
+	req.Argv = append([]string{"/bin/sh", "-c", taskWrapper, "hpc-task", o.taskProlog, o.taskEpilog}, req.Argv...)
+	if req.Name == "" {
+		req.Name = filepath.Base(o.argv[0])
+	}
+}
+
+// taskWrapper is the shell that runs a task between its prolog and epilog.
+// A task a signal killed is killed by it again once the epilog has run.
+const taskWrapper = `p=$1 e=$2; shift 2
+if [ -n "$p" ]; then
+  out=$("$p")
+  while IFS= read -r line; do
+    case $line in
+      "export "*) export "${line#export }" ;;
+      "unset "*) unset "${line#unset }" ;;
+      "print "*) printf '%s\n' "${line#print }" ;;
+    esac
+  done <<HPC_TASK_PROLOG
+$out
+HPC_TASK_PROLOG
+fi
+"$@"; rc=$?
+if [ -n "$e" ]; then "$e"; fi
+if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then trap - $((rc - 128)); kill -$((rc - 128)) $$; fi
+exit $rc`

@@ -37,12 +37,10 @@ func sshareMain(e *Env, prog string, args []string) int {
 			v.sep, v.trailing = "|", true
 		case "P":
 			v.sep, v.trailing = "|", false
-		case "help", "usage":
-			fmt.Fprintln(e.Stdout, "Usage: sshare [-a] [-A account[s]] [-u user[s]] [-l] [-n] [-p|-P]")
-			return quit{0}
-		case "V":
-			fmt.Fprintln(e.Stdout, slurmVersion)
-			return quit{0}
+		default:
+			if handled, err := helpOrVersion(e, o.ID(), "Usage: sshare [-a] [-A account[s]] [-u user[s]] [-l] [-n] [-p|-P]"); handled {
+				return err
+			}
 		}
 		return nil
 	})

@@ -32,6 +32,11 @@ func sbatchMain(e *Env, prog string, args []string) int {
 		fmt.Fprintln(e.Stdout, slurmVersion)
 		return 0
 	}
+	if opts.Verbose > 0 {
+		var given []givenOption
+		opts.EachGiven(func(opt *jobspec.Opt, val string) { given = addGiven(given, opt, val, val != "") })
+		printDefined(e.Stderr, prog, given)
+	}
 	for _, n := range opts.Notices {
 		fmt.Fprintf(e.Stderr, "%s: %s\n", prog, n)
 	}

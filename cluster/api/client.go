@@ -125,6 +125,18 @@ func (c *Client) Acct(ctx context.Context, q AcctQuery) ([]AcctRow, error) {
 	return out.Rows, err
 }
 
+// Diag is sdiag: the leader's scheduling and request statistics.
+func (c *Client) Diag(ctx context.Context) (*Diag, error) {
+	var out Diag
+	err := c.do(ctx, http.MethodGet, "/api/diag", nil, &out)
+	return &out, err
+}
+
+// DiagReset is sdiag -r: the statistics start over.
+func (c *Client) DiagReset(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/api/diag/reset", struct{}{}, nil)
+}
+
 // Status is the local node's view of the cluster.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var out Status

@@ -114,6 +114,13 @@ type JobSpec struct {
 	Signal          string    `json:"signal,omitempty"`            // --signal=[{R|B}:]sig[@secs], as given
 	MailType        string    `json:"mail_type,omitempty"`         // --mail-type (hpc sends no mail)
 	MailUser        string    `json:"mail_user,omitempty"`         // --mail-user
+	// Overcommit is -O/--overcommit: the job is allocated as if it ran
+	// one task per node (its tasks then share those CPUs), and its steps
+	// may run more tasks than CPUs.
+	Overcommit bool `json:"overcommit,omitempty"`
+	// MinCPUs is --mincpus: the fewest CPUs each of the job's nodes must
+	// give it.
+	MinCPUs int `json:"min_cpus,omitempty"`
 
 	// Containers, as pyxis adds them to Slurm (issue 4): the batch script
 	// runs in this root file system or OCI bundle, and so do the job's
@@ -286,7 +293,7 @@ func (j *Job) StepEndState(report Step) JobState {
 // ReqCPUs is the CPU count a job asks for.
 func (s *JobSpec) ReqCPUs() int {
 	tasks := s.NTasks
-	if tasks <= 0 {
+	if tasks <= 0 || s.Overcommit { // -O: one task's CPUs per node
 		tasks = max(s.Nodes, 1)
 	}
 	return tasks * max(s.CPUsPerTask, 1)
@@ -882,6 +889,7 @@ type StepRequest struct {
 	NTasks        int      `json:"ntasks,omitempty"`          // -n; 0: the job's tasks, or one per node
 	NTasksPerNode int      `json:"ntasks_per_node,omitempty"` // --ntasks-per-node
 	CPUsPerTask   int      `json:"cpus_per_task,omitempty"`   // -c; 0: the job's
+	Overcommit    bool     `json:"overcommit,omitempty"`      // -O: more tasks than CPUs may run (also when the job overcommits)
 	NodeList      string   `json:"node_list,omitempty"`       // -w hostlist: these nodes of the job first
 	Argv          []string `json:"argv"`
 	Env           []string `json:"env,omitempty"`    // srun's environment
@@ -1080,4 +1088,54 @@ type ReportResponse struct {
 // TakeoverRequest is scontrol takeover: Raft leadership moves to Node.
 type TakeoverRequest struct {
 	Node string `json:"node"`
+}
+
+// ConfigInfo is what GET /api/config answers beside the parsed slurm.conf
+// (whose fields share its JSON object): what scontrol show config prints
+// that the file does not say.
+type ConfigInfo struct {
+	SlurmConf         string    `json:"slurm_conf,omitempty"`          // the slurm.conf the daemons read (SLURM_CONF)
+	BootTime          time.Time `json:"boot_time,omitzero"`            // when the answering daemon started (BOOT_TIME)
+	NextJobID         uint64    `json:"next_job_id,omitempty"`         // the id the next job gets (NEXT_JOB_ID)
+	StateSaveLocation string    `json:"state_save_location,omitempty"` // the answering node's state directory
+}
+
+// Diag is what sdiag prints: the leader's counters since Since.
+type Diag struct {
+	Time  time.Time `json:"time"`
+	Since time.Time `json:"since"`
+
+	JobsSubmitted uint64 `json:"jobs_submitted"`
+	JobsStarted   uint64 `json:"jobs_started"`
+	JobsCompleted uint64 `json:"jobs_completed"`
+	JobsCanceled  uint64 `json:"jobs_canceled"`
+	JobsFailed    uint64 `json:"jobs_failed"`
+	JobsPending   uint64 `json:"jobs_pending"`
+	JobsRunning   uint64 `json:"jobs_running"`
+
+	// The main scheduling passes, in microseconds.
+	CycleLast uint64 `json:"cycle_last"`
+	CycleMax  uint64 `json:"cycle_max"`
+	Cycles    uint64 `json:"cycles"`
+	CycleSum  uint64 `json:"cycle_sum"`
+	QueueLen  uint64 `json:"queue_len"`
+	// Passes in which backfill placed jobs behind a blocked one.
+	BackfilledJobs uint64    `json:"backfilled_jobs"`
+	BackfillCycles uint64    `json:"backfill_cycles"`
+	BackfillLast   uint64    `json:"backfill_last"`
+	BackfillMax    uint64    `json:"backfill_max"`
+	BackfillSum    uint64    `json:"backfill_sum"`
+	BackfillWhen   time.Time `json:"backfill_when,omitzero"`
+
+	ByType []DiagRPC `json:"by_type"`
+	ByUser []DiagRPC `json:"by_user"`
+}
+
+// DiagRPC counts the requests of one type (or of one user: Name is the
+// user, ID the uid).
+type DiagRPC struct {
+	Name        string `json:"name"`
+	ID          uint32 `json:"id"`
+	Count       uint64 `json:"count"`
+	TotalMicros uint64 `json:"total_us"`
 }

@@ -32,6 +32,7 @@ type Options struct {
 	Version    bool     // -V/--version
 	Quiet      bool     // -Q/--quiet
 	TestOnly   bool     // --test-only
+	Verbose    int      // -v, once per -v
 	// Other holds the options accepted but not interpreted yet (--nice,
 	// --licenses, --reservation...), by long name, with the last value
 	// given; "" for options without an argument.
@@ -259,12 +260,8 @@ func Resolve(args []string, in Input) (*Options, error) {
 			return nil, err
 		}
 	}
-	if o.begin != "" {
-		t, err := ParseBegin(o.begin, in.Now)
-		if err != nil {
-			return nil, &UsageError{Msg: "Invalid --begin specification", Code: 255}
-		}
-		o.Spec.Begin = t
+	if err := o.ResolveBegin(in.Now); err != nil {
+		return nil, err
 	}
 	if o.Spec.MailType != "" || o.Spec.MailUser != "" {
 		o.Notices = append(o.Notices, "notice: this cluster sends no mail; --mail-type and --mail-user are recorded only")
@@ -274,6 +271,29 @@ func Resolve(args []string, in Input) (*Options, error) {
 	o.Spec.Env = ExportEnv(o.Spec.Export, in.Env)
 	o.Spec.SubmitHost = in.Hostname
 	return o, nil
+}
+
+// EachGiven calls fn for each option given on the command line, in order,
+// with its value ("" for none): sbatch -v lists them.
+func (o *Options) EachGiven(fn func(opt *Opt, val string)) {
+	for _, g := range o.given {
+		fn(&g.opt.Opt, g.val)
+	}
+}
+
+// ResolveBegin sets Spec.Begin from --begin, given relative to now (the
+// submit time); without --begin it does nothing. Resolve calls it; srun
+// and salloc, which parse with ParseArgs, call it themselves.
+func (o *Options) ResolveBegin(now time.Time) error {
+	if o.begin == "" {
+		return nil
+	}
+	t, err := ParseBegin(o.begin, now)
+	if err != nil {
+		return &UsageError{Msg: "Invalid --begin specification", Code: 255}
+	}
+	o.Spec.Begin = t
+	return nil
 }
 
 // checkMemOptions enforces that --mem, --mem-per-cpu and --mem-per-gpu

@@ -46,6 +46,10 @@ func TestParseArgsForms(t *testing.T) {
 		{[]string{"-D", "sub"}, api.JobSpec{WorkDir: "sub"}, []string{"chdir"}},
 		{[]string{"--chdir=/abs"}, api.JobSpec{WorkDir: "/abs"}, []string{"chdir"}},
 		{[]string{"-J", "a", "-J", "b"}, api.JobSpec{Name: "b"}, []string{"job-name"}}, // last wins
+		{[]string{"-O", "-n8"}, api.JobSpec{Overcommit: true, NTasks: 8}, []string{"overcommit", "ntasks"}},
+		{[]string{"--overcommit"}, api.JobSpec{Overcommit: true}, []string{"overcommit"}},
+		{[]string{"--mincpus=2"}, api.JobSpec{MinCPUs: 2}, []string{"mincpus"}},
+		{[]string{"--tmp=10G"}, api.JobSpec{}, []string{"tmp"}},
 		{[]string{"-N1", "-n2", "-c3", "-pdebug", "-Jx"}, api.JobSpec{Nodes: 1, NTasks: 2, CPUsPerTask: 3, Partition: "debug", Name: "x"},
 			[]string{"nodes", "ntasks", "cpus-per-task", "partition", "job-name"}},
 	}
@@ -127,6 +131,10 @@ func TestParseArgsOther(t *testing.T) {
 		if !o.Set[k] {
 			t.Errorf("Set lacks %s", k)
 		}
+	}
+	o, err = ParseArgs([]string{"-vv", "--tmp=1G", "--verbose"})
+	if err != nil || o.Verbose != 3 || o.Other["tmp"] != "1G" {
+		t.Errorf("-vv --verbose --tmp: %v %d %v", err, o.Verbose, o.Other)
 	}
 	// An optional argument never takes the next word.
 	o, _ = ParseArgs([]string{"--exclusive", "job.sh"})
@@ -211,6 +219,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--mem=10GB"}, "Invalid --mem specification", false, 255},
 		{[]string{"--mem-per-cpu=x"}, "Invalid --mem-per-cpu specification", false, 255},
 		{[]string{"--mem-per-gpu=1Q"}, "Invalid --mem-per-gpu specification", false, 255},
+		{[]string{"--tmp=lots"}, "Invalid --tmp specification", false, 255},
+		{[]string{"--mincpus=x"}, `Invalid numeric value "x" for --mincpus.`, false, 1},
 		{[]string{"-N", "abc"}, `"abc" is not a valid node count`, false, 255},
 		{[]string{"-N", "2-x"}, `"x" is not a valid node count`, false, 255},
 		{[]string{"-N", "4-2"}, "Maximum node count 2 is less than minimum node count 4", false, 255},

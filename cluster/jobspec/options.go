@@ -123,7 +123,11 @@ var optionTable = []option{
 	{Opt{"mem-bind", 0, RequiredArg, ""}, nil},
 	{Opt{"mem-per-cpu", 0, RequiredArg, ""}, memOption("--mem-per-cpu", func(o *Options, mb int64) { o.Spec.MemPerCPUMB = mb })},
 	{Opt{"mem-per-gpu", 0, RequiredArg, ""}, memOption("--mem-per-gpu", func(o *Options, mb int64) { o.Spec.MemPerGPUMB = mb })},
-	{Opt{"mincpus", 0, RequiredArg, ""}, nil},
+	{Opt{"mincpus", 0, RequiredArg, ""}, func(o *Options, v string) error {
+		n, err := parseInt("--mincpus", v)
+		o.Spec.MinCPUs = n
+		return err
+	}},
 	{Opt{"network", 0, RequiredArg, ""}, nil},
 	{Opt{"nice", 0, OptionalArg, ""}, nil},
 	{Opt{"no-kill", 'k', OptionalArg, ""}, nil},
@@ -160,7 +164,7 @@ var optionTable = []option{
 		return nil
 	}},
 	{Opt{"output", 'o', RequiredArg, ""}, set(func(o *Options, v string) { o.Spec.Output = v })},
-	{Opt{"overcommit", 'O', NoArg, ""}, nil},
+	{Opt{"overcommit", 'O', NoArg, ""}, set(func(o *Options, _ string) { o.Spec.Overcommit = true })},
 	{Opt{"oversubscribe", 's', NoArg, ""}, nil},
 	{Opt{"parsable", 0, NoArg, ""}, set(func(o *Options, _ string) { o.Parsable = true })},
 	{Opt{"partition", 'p', RequiredArg, ""}, set(func(o *Options, v string) { o.Spec.Partition = v })},
@@ -224,11 +228,18 @@ var optionTable = []option{
 		o.Spec.TimeMinMin = m
 		return nil
 	}},
-	{Opt{"tmp", 0, RequiredArg, ""}, nil},
+	{Opt{"tmp", 0, RequiredArg, ""}, func(o *Options, v string) error {
+		// hpc's nodes declare no TmpDisk: checked, recorded in Other.
+		if _, err := config.ParseMem(v); err != nil {
+			return &UsageError{Msg: "Invalid --tmp specification", Code: 255}
+		}
+		o.Other["tmp"] = v
+		return nil
+	}},
 	{Opt{"uid", 0, RequiredArg, ""}, nil},
 	{Opt{"usage", 0, NoArg, ""}, set(func(o *Options, _ string) { o.Help = true })},
 	{Opt{"use-min-nodes", 0, NoArg, ""}, nil},
-	{Opt{"verbose", 'v', NoArg, ""}, nil},
+	{Opt{"verbose", 'v', NoArg, ""}, set(func(o *Options, _ string) { o.Verbose++ })},
 	{Opt{"version", 'V', NoArg, ""}, set(func(o *Options, _ string) { o.Version = true })},
 	{Opt{"wait", 'W', NoArg, ""}, set(func(o *Options, _ string) { o.Wait = true })},
 	{Opt{"wait-all-nodes", 0, RequiredArg, ""}, nil},

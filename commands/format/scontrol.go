@@ -395,29 +395,6 @@ func addGres(total, more []gresCount) []gresCount {
 	return total
 }
 
-// ConfigItem is one "Key = value" line of scontrol show config.
-type ConfigItem struct{ Key, Value string }
-
-// ShowConfig renders scontrol show config: the date line, one "Key = value"
-// line per item (keys padded to 23 characters, as Slurm pads them), and a
-// blank line; the caller appends the controllers' status (PingLines).
-func ShowConfig(items []ConfigItem, now time.Time) string {
-	var b strings.Builder
-	b.WriteString("Configuration data as of " + ISOTime(now) + "\n")
-	for _, it := range items {
-		b.WriteString(padRight(it.Key, 23) + " = " + it.Value + "\n")
-	}
-	b.WriteString("\n")
-	return b.String()
-}
-
-func padRight(s string, w int) string {
-	if len(s) >= w {
-		return s
-	}
-	return s + strings.Repeat(" ", w-len(s))
-}
-
 // Controller is one SlurmctldHost and whether it answers.
 type Controller struct {
 	Name string

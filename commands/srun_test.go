@@ -1,0 +1,283 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"hpc/cluster/api"
+)
+
+// stepFake answers what srun and salloc ask: a submission, its allocation
+// (running on node[1-2], 2 CPUs each, or pending for ever), a step of
+// three tasks (two on node1, one on node2; task 2 exits 3) and the
+// release.
+type stepFake struct {
+	mu       sync.Mutex
+	pending  bool
+	specs    []api.JobSpec
+	steps    []api.StepRequest
+	releases []api.ReleaseRequest
+}
+
+func (f *stepFake) job() api.Job {
+	j := api.Job{ID: 40, State: api.StateRunning, Alloc: []api.NodeAlloc{{Node: "node1", CPUs: 2}, {Node: "node2", CPUs: 2}}}
+	if f.pending {
+		j.State, j.Alloc = api.StatePending, nil
+	}
+	return j
+}
+
+func (f *stepFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	enc := json.NewEncoder(w)
+	switch r.URL.Path {
+	case "/api/submit":
+		var req api.SubmitRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.specs = append(f.specs, req.Spec)
+		enc.Encode(api.SubmitResponse{JobID: 40})
+	case "/api/alloc/wait":
+		if f.pending {
+			f.mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+			f.mu.Lock()
+		}
+		enc.Encode(api.Allocation{Job: f.job(), Env: []string{"SLURM_JOB_ID=40", "SLURM_JOB_NODELIST=node[1-2]"}})
+	case "/api/alloc/release":
+		var req api.ReleaseRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.releases = append(f.releases, req)
+		enc.Encode(struct{}{})
+	case "/api/wait":
+		// Running until released.
+		j := f.job()
+		if len(f.releases) == 0 {
+			f.mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+			f.mu.Lock()
+		}
+		if len(f.releases) > 0 {
+			j.State = api.StateCompleted
+		}
+		enc.Encode(j)
+	case "/api/step/input":
+		enc.Encode(struct{}{})
+	case "/api/step/run":
+		var req api.StepRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.steps = append(f.steps, req)
+		step := &api.Step{ID: 0, Name: "hostname", Nodes: []string{"node1", "node2"}, Tasks: []int{2, 1}}
+		enc.Encode(api.StepEvent{Step: step})
+		enc.Encode(api.StepEvent{Task: 0, Stream: api.StreamStdout, Data: []byte("node1\n")})
+		enc.Encode(api.StepEvent{Exit: &api.TaskExit{Task: 0, Node: "node1"}})
+		enc.Encode(api.StepEvent{Exit: &api.TaskExit{Task: 1, Node: "node1"}})
+		enc.Encode(api.StepEvent{Exit: &api.TaskExit{Task: 2, Node: "node2", ExitCode: 3}})
+		enc.Encode(api.StepEvent{Done: &api.StepDone{State: api.StateFailed, ExitCode: 3}})
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		enc.Encode(api.Error{Message: "no such endpoint " + r.URL.Path})
+	}
+}
+
+// newStepFake is newFake's Env, talking to a stepFake instead.
+func newStepFake(t *testing.T) (*stepFake, *Env, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	_, e, out, errb := newFake(t)
+	f := &stepFake{}
+	srv := httptest.NewUnstartedServer(f)
+	sock := filepath.Join(t.TempDir(), "step.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	e.Client = func(context.Context) (*api.Client, error) { return api.NewClient(sock), nil }
+	e.Stdin, e.Environ = nil, []string{"PATH=/usr/bin:/bin"}
+	return f, e, out, errb
+}
+
+// srun -v says where its allocation and its step's tasks are, and how
+// each task ended, as Slurm's srun does at verbose level 1.
+func TestSrunVerbose(t *testing.T) {
+	f, e, out, errb := newStepFake(t)
+	stdout, stderr, code := run(e, out, errb, "srun", "-v", "-O", "-n3", "hostname")
+	if code != 3 || stdout != "node1\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"srun: defined options\n",
+		"srun: verbose             : 1\n",
+		"srun: overcommit          : set\n",
+		"srun: ntasks              : 3\n",
+		"srun: end of defined options\n",
+		"srun: jobid 40: nodes(2):`node[1-2]', cpu counts: 2(x2)\n",
+		"srun: launching StepId=40.0 on host node1, 2 tasks: [0-1]\n",
+		"srun: launching StepId=40.0 on host node2, 1 tasks: 2\n",
+		"srun: launch/slurm: _task_start: Node node1, 2 tasks started\n",
+		"srun: launch/slurm: _task_finish: Received task exit notification for 1 task of StepId=40.0 (status=0x0000).\n",
+		"srun: launch/slurm: _task_finish: node1: task 1: Completed\n",
+		"srun: launch/slurm: _task_finish: Received task exit notification for 1 task of StepId=40.0 (status=0x0300).\n",
+		"srun: error: node2: task 2: Exited with exit code 3\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "node2: task 2: Completed") {
+		t.Errorf("a failed task reported Completed:\n%s", stderr)
+	}
+	if len(f.specs) != 1 || !f.specs[0].Overcommit || f.specs[0].NTasks != 3 {
+		t.Errorf("submitted %+v", f.specs)
+	}
+	if len(f.steps) != 1 || !f.steps[0].Overcommit {
+		t.Errorf("step request %+v", f.steps)
+	}
+
+	// Without -v: none of it.
+	_, stderr, _ = run(e, out, errb, "srun", "-n3", "hostname")
+	if strings.Contains(stderr, "launching") || strings.Contains(stderr, "jobid") || strings.Contains(stderr, "defined options") {
+		t.Errorf("quiet srun said:\n%s", stderr)
+	}
+
+	// Inside a job: the job's allocation, looked up.
+	e.Environ = append(e.Environ, "SLURM_JOB_ID=40", "SLURM_OVERCOMMIT=1")
+	f.specs, f.steps = nil, nil
+	_, stderr, _ = run(e, out, errb, "srun", "-v", "hostname")
+	if !strings.Contains(stderr, "srun: jobid 40: nodes(2):`node[1-2]', cpu counts: 2(x2)\n") || len(f.specs) != 0 {
+		t.Errorf("in a job: %d submissions, stderr:\n%s", len(f.specs), stderr)
+	}
+	if len(f.steps) != 1 || !f.steps[0].Overcommit {
+		t.Errorf("SLURM_OVERCOMMIT: step request %+v", f.steps)
+	}
+}
+
+// The options Slurm's regression suite gives srun and salloc are accepted;
+// those that shape the allocation reach it.
+func TestSrunSallocOptions(t *testing.T) {
+	f, e, out, errb := newStepFake(t)
+	_, stderr, code := run(e, out, errb, "srun", "-v", "--immediate=5", "--mincpus=2", "--tmp=1G", "-Z", "--slurmd-debug=3",
+		"-T", "4", "--threads=2", "--task-prolog=/bin/true", "--task-epilog=/bin/true", "--dependency=afterok:12",
+		"--begin=now+60", "--deadline=now+1hour", "--use-min-nodes", "hostname")
+	if code != 3 {
+		t.Fatalf("code %d stderr %q", code, stderr)
+	}
+	s := f.specs[0]
+	if s.MinCPUs != 2 || s.Dependency != "afterok:12" || !s.Begin.Equal(at(5, 0, 33)) {
+		t.Errorf("spec %+v", s)
+	}
+	for _, n := range []string{"--tmp", "--no-allocate", "--slurmd-debug", "--threads", "--deadline"} {
+		if !strings.Contains(stderr, "srun: "+n+" is accepted and ignored: ") {
+			t.Errorf("no notice for %s:\n%s", n, stderr)
+		}
+	}
+	argv := f.steps[0].Argv
+	if len(argv) < 7 || argv[0] != "/bin/sh" || argv[2] != taskWrapper || argv[4] != "/bin/true" || argv[6] != "hostname" || f.steps[0].Name != "hostname" {
+		t.Errorf("task prolog/epilog argv %q name %q", argv, f.steps[0].Name)
+	}
+
+	f.mu.Lock()
+	f.releases = nil // the job runs again
+	f.mu.Unlock()
+	_, stderr, code = run(e, out, errb, "salloc", "--bell", "--no-bell", "-I", "--begin=now", "--deadline=now+1hour",
+		"--use-min-nodes", "--mincpus=1", "-d", "singleton", "-O", "true")
+	if code != 0 || strings.Contains(stderr, "unrecognized") {
+		t.Errorf("salloc: code %d stderr %q", code, stderr)
+	}
+	// One command's options are not the other's.
+	for _, c := range [][]string{{"srun", "--bell", "true"}, {"salloc", "--task-prolog=/x", "true"}, {"salloc", "-Z", "true"}} {
+		if _, stderr, code := run(e, out, errb, c...); code != 1 || !strings.Contains(stderr, "option") {
+			t.Errorf("%q: code %d stderr %q", c, code, stderr)
+		}
+	}
+}
+
+// --immediate: an allocation that does not start at once is withdrawn,
+// with Slurm's message.
+func TestSrunImmediate(t *testing.T) {
+	f, e, out, errb := newStepFake(t)
+	f.pending = true
+	start := time.Now()
+	_, stderr, code := run(e, out, errb, "srun", "--immediate", "hostname")
+	if code != 1 || stderr != "srun: error: Unable to allocate resources: Requested nodes are busy\n" {
+		t.Errorf("code %d stderr %q", code, stderr)
+	}
+	if len(f.releases) != 1 || f.releases[0].JobID != 40 || len(f.steps) != 0 {
+		t.Errorf("releases %+v steps %d", f.releases, len(f.steps))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+	e.Environ = append(e.Environ, "SLURM_EXIT_IMMEDIATE=7")
+	_, stderr, code = run(e, out, errb, "salloc", "-I", "true")
+	if code != 7 || stderr != "salloc: error: Unable to allocate resources: Requested nodes are busy\n" {
+		t.Errorf("salloc: code %d stderr %q", code, stderr)
+	}
+}
+
+// The task prolog's export, unset and print lines reach the task; the
+// epilog runs after it; the task's status stays its own.
+func TestTaskWrapper(t *testing.T) {
+	dir := t.TempDir()
+	prolog := filepath.Join(dir, "prolog")
+	epilog := filepath.Join(dir, "epilog")
+	writeExec(t, prolog, "#!/bin/sh\necho 'export FOO=bar baz'\necho 'unset GONE'\necho 'print hello from prolog'\n")
+	writeExec(t, epilog, "#!/bin/sh\necho \"epilog FOO=$FOO\"\n")
+	cmd := exec.Command("/bin/sh", "-c", taskWrapper, "hpc-task", prolog, epilog, "sh", "-c", `echo "task FOO=$FOO GONE=${GONE-unset}"; exit 4`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GONE=here"}
+	got, err := cmd.Output()
+	want := "hello from prolog\ntask FOO=bar baz GONE=unset\nepilog FOO=bar baz\n"
+	if string(got) != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
+		t.Errorf("exit %v, want 4", err)
+	}
+	// Killed by a signal: so is the wrapper.
+	cmd = exec.Command("/bin/sh", "-c", taskWrapper, "hpc-task", "", epilog, "sh", "-c", `kill -TERM $$`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	got, err = cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 || !strings.Contains(ee.String(), "terminated") || string(got) != "epilog FOO=\n" {
+		t.Errorf("signalled task: %v %q", err, got)
+	}
+}
+
+func writeExec(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sbatch -v lists the options given; -O reaches the job.
+func TestSbatchVerbose(t *testing.T) {
+	f, e, out, errb := newFake(t)
+	stdout, stderr, code := run(e, out, errb, "sbatch", "-vv", "-O", "-n8", "--wrap", "true")
+	want := "sbatch: defined options\n" +
+		"sbatch: -------------------- --------------------\n" +
+		"sbatch: verbose             : 2\n" +
+		"sbatch: overcommit          : set\n" +
+		"sbatch: ntasks              : 8\n" +
+		"sbatch: wrap                : true\n" +
+		"sbatch: -------------------- --------------------\n" +
+		"sbatch: end of defined options\n"
+	if code != 0 || stdout != "Submitted batch job 31\n" || stderr != want {
+		t.Errorf("code %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	if s := f.submits[len(f.submits)-1]; !s.Overcommit || s.NTasks != 8 {
+		t.Errorf("submitted %+v", s)
+	}
+}
