@@ -54,6 +54,10 @@ else
 fi
 $PY -c 'import pytest, pytest_timeout, pexpect' || { echo "python3 needs pytest, pytest-timeout and pexpect" >&2; exit 2; }
 
+# One run at a time on a machine: the lab takes the default lab addresses.
+exec 9>/tmp/hpc-slurm-suite.lock
+flock 9
+
 work=$(mktemp -d /tmp/hpc-slurm-suite.XXXXXX)
 chmod 755 "$work"
 export HPC_DIR=$work/lab
