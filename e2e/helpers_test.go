@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -478,7 +479,7 @@ func newLabT(t *testing.T, prefix string) *labT {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(top) })
+	t.Cleanup(func() { removeLabDir(t, top) })
 	os.Chmod(top, 0o755)
 	return &labT{t: t, bin: bin, links: links, net: net, api: port, top: top, dir: filepath.Join(top, "lab")}
 }
@@ -496,4 +497,27 @@ func writeLabConfig(t *testing.T, path string, nodes int, net string, port int, 
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// removeLabDir removes a lab's directory: first it unmounts whatever a
+// daemon that died left mounted below it (a step's root file system binds
+// the host's), so that removing never reaches into the host's files.
+func removeLabDir(t *testing.T, dir string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var mounts []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			mounts = append(mounts, f[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+			t.Logf("unmount %s: %v", m, err)
+		}
+	}
+	if len(mounts) > 0 {
+		t.Errorf("%d mounts were left under %s (a daemon died?)", len(mounts), dir)
+	}
+	os.RemoveAll(dir)
 }

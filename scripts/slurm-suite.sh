@@ -64,7 +64,15 @@ export HPC_DIR=$work/lab
 go build -o "$work/bin/hpc" .
 "$work/bin/hpc" install-links "$work/bin" >/dev/null
 export PATH=$work/bin:$PATH
-cleanup() { hpc down >/dev/null 2>&1 || true; rm -rf "$work"; }
+# Cleanup unmounts whatever a daemon that died left mounted under the work
+# directory (step root file systems bind the host's) before removing it,
+# and never crosses into another file system.
+cleanup() {
+  hpc down >/dev/null 2>&1 || true
+  awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$work"
+}
 trap cleanup EXIT
 
 hpc up --nodes 4 >/dev/null
