@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -86,5 +87,46 @@ func TestImportArrows(t *testing.T) {
 		if !seen[pkg] && pkg != "hpc/e2e" {
 			t.Errorf("package %s in the table has no files", pkg)
 		}
+	}
+}
+
+// maxFuncLines is the longest a non-test function of the project may be:
+// a longer one is split into steps named for what they do.
+const maxFuncLines = 150
+
+func TestFunctionLength(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && (strings.HasPrefix(e.Name(), ".") || e.Name() == "testdata" || e.Name() == "bin") && path != root {
+			return filepath.SkipDir
+		}
+		if e.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s: %s is %d lines (at most %d)", rel, fd.Name.Name, n, maxFuncLines)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

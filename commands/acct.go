@@ -328,27 +328,62 @@ const sacctUsage = `Usage: sacct [-a] [-A accounts] [-b] [-e] [-E end] [-h] [-j 
 `
 
 const sacctHelp = `sacct [<OPTION>]
-  -a, --allusers       Display jobs for all users.
-  -A, --accounts       Use this comma separated list of accounts to select jobs.
-  -b, --brief          Equivalent to '--format=jobid,state,exitcode'.
-  -e, --helpformat     List the fields that can be specified with --format.
-  -E, --endtime        Select jobs eligible before this time.
-  -h, --help           Print this description of use.
-  -i, --nnodes=N[-M]   Only jobs that ran on this many nodes.
-  -I, --ncpus=N[-M]    Only jobs that had this many CPUs.
-  -j, --jobs           Format is <job(.step)>; comma separated list.
-  -l, --long           Equivalent to the long field list.
-  -n, --noheader       No header will be added to the beginning of output.
-  -N, --nodelist       Display jobs that ran on any of these nodes.
-      --name           Display jobs that have any of these name(s).
-  -o, --format         Comma separated list of fields (use "--helpformat" for a list).
-  -p, --parsable       Output will be '|' delimited with a '|' at the end.
-  -P, --parsable2      Output will be '|' delimited without a '|' at the end.
-  -r, --partition      Comma separated list of partitions to select jobs from.
-  -s, --state          Select jobs based on their state during the time period.
-  -S, --starttime      Select jobs eligible after this time (default: midnight, unless -j).
-  -u, --user           Use this comma separated list of users to select jobs.
-  -U, --usage          Display brief usage message.
-  -V, --version        Print version.
-  -X, --allocations    Only show statistics relevant to the job allocation itself.
+
+Valid <OPTION> values are:
+  -a, --allusers:         jobs of every user, not only yours
+  -A, --accounts:         only jobs charged to these accounts (comma-separated)
+  -b, --brief:            the fields jobid, state and exitcode
+  -B, --batch-script:     print the job's batch script (not on hpc yet)
+  -c, --completion:       completion records (not on hpc yet)
+  -C, --constraints:      jobs that asked for these features (not on hpc yet)
+      --delimiter:        the separator of -p and -P (not on hpc yet)
+  -D, --duplicates:       every record of a requeued job (no effect on hpc)
+  -e, --helpformat, --help-fields:
+                          list the fields -o accepts
+  -E, --endtime:          only jobs in a state before this time
+      --env-vars:         print the batch script's environment (not on hpc yet)
+  -f, --file:             read records from this file (not on hpc yet)
+  -F, --flags:            query flags (not on hpc yet)
+  -g, --gid, --group:     only jobs of these groups (not on hpc yet)
+  -h, --help:             print this help
+  -i, --nnodes:           only jobs that ran on this many nodes (N or N-M)
+  -I, --ncpus:            only jobs that had this many CPUs (N or N-M)
+  -j, --jobs:             only these jobs and steps (job[.step], comma-separated)
+  -k, --timelimit-min:    jobs with at least this time limit (not on hpc yet)
+  -K, --timelimit-max:    jobs with at most this time limit (not on hpc yet)
+  -l, --long:             the long list of fields
+  -L, --allclusters:      jobs of every cluster (no effect: hpc runs one)
+  -M, --clusters, --cluster:
+                          clusters to report on (not on hpc: it runs one)
+      --name:             only jobs with these names
+  -n, --noheader:         no header lines
+  -N, --nodelist:         only jobs that ran on these nodes
+      --noconvert:        sizes without unit prefixes (no effect on hpc)
+      --units:            sizes in this unit (no effect on hpc)
+  -o, --format, --fields: the fields to print (see -e), name%width to size them
+  -p, --parsable:         fields separated by '|', with a '|' at the end
+  -P, --parsable2:        fields separated by '|', nothing at the end
+  -q, --qos:              only jobs of these QOS (not on hpc yet)
+  -r, --partition:        only jobs in these partitions
+  -R, --reason:           jobs pending for these reasons (not on hpc yet)
+  -s, --state:            only jobs in these states (CD, F, R, PD, CA, TO...)
+  -S, --starttime:        only jobs in a state after this time (default:
+                          midnight today, unless -j is given)
+  -T, --truncate:         clip times to the -S/-E window (no effect on hpc)
+  -u, --uid, --user:      only jobs of these users
+      --use-local-uid:    resolve user names locally (no effect on hpc)
+  -U, --usage:            print a short list of the options
+  -v, --verbose:          say more (no effect on hpc)
+  -V, --version:          print the Slurm version hpc follows
+  -W, --wckeys:           only jobs with these wckeys (not on hpc yet)
+      --whole-hetjob:     every part of a heterogeneous job (not on hpc yet)
+  -x, --associations:     jobs of these association ids (not on hpc yet)
+  -X, --allocations:      the jobs' allocations only, not their steps
+      --federation:       jobs of the federation (no effect on hpc)
+      --local:            jobs of this cluster only (no effect on hpc)
+      --json, --yaml:     records as JSON or YAML (not on hpc yet)
+
+valid start/end time formats are...
+  HH:MM[:SS][AM|PM]  MMDD[YY]  MM/DD[/YY]  MM.DD[.YY]  YYYY-MM-DD[THH:MM[:SS]]
+  now[{+|-}count[seconds|minutes|hours|days|weeks]]  today  midnight  noon
 `

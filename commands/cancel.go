@@ -512,6 +512,12 @@ const scancelHelp = `Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]
   -V, --version                   output version information and exit
   -v, --verbose                   verbosity level
   -w, --nodelist                  act only on jobs on these nodes
+  -H, --hurry                     accepted, no effect
+  -R, --reservation=name          act only on jobs in this reservation
+      --wckey=wckey               act only on jobs with this wckey
+      --jobname=job_name          the same as -n/--name
+  -M, --cluster, --clusters       refused: hpc runs one cluster
+      --ctld, --sibling           accepted, no effect
 
 Help options:
   --help                          show this help message

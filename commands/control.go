@@ -1010,10 +1010,17 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
     Valid <OPTION> values are:
      -a or --all: equivalent to "all" command
      -d or --details: equivalent to "details" command
+     -F or --future: also show nodes in the FUTURE state
      -h or --help: equivalent to "help" command
+     --hide: show only the partitions you may use (the default)
+     -M or --clusters, --cluster: the cluster to talk to (hpc runs one)
      -o or --oneliner: equivalent to "oneliner" command
      -Q or --quiet: equivalent to "quiet" command
+     -u or --uid: the user to act as (no effect on hpc)
+     --usage: a short form of this help
+     -v or --verbose: say more
      -V or --version: equivalent to "version" command
+     --federation, --local, --sibling: federation scope (hpc runs one cluster)
 
   <keyword> may be omitted from the execute line and scontrol will execute
   in interactive mode. It will process commands as entered until explicitly
@@ -1050,4 +1057,7 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
 
   update JobId= (TimeLimit, Partition, NumNodes, JobName) and NodeName= (State=DRAIN|RESUME|DOWN Reason=)
   are supported; takeover [NODE] moves the controller role (default: this node).
+
+  Not in hpc yet (refused with an error): reconfigure, requeuehold, suspend,
+  resume, top, notify, shutdown, create, delete, reboot and wait_job.
 `

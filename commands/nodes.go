@@ -229,6 +229,12 @@ const sinfoHelp = `Usage: sinfo [OPTIONS]
   -T, --reservation          show only reservation information
   -v, --verbose              verbosity level
   -V, --version              output version information and exit
+  -S, --sort=fields          refused: not in hpc yet
+      --noconvert            accepted, no effect
+  -M, --cluster, --clusters  refused: hpc runs one cluster
+      --federation, --local, --hide
+                             accepted, no effect (one cluster, nothing hidden)
+      --json, --yaml         refused: hpc prints text only
 
 Help options:
   --help                     show this help message

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/user"
 	"strconv"
 	"strings"
@@ -164,13 +165,16 @@ func intersects(a, b []string) bool {
 	return false
 }
 
-// helpOrVersion answers --help and --usage with usage, and -V/--version
-// with Slurm's version, as the commands do; handled is false for any other
-// option.
-func helpOrVersion(e *Env, id, usage string) (handled bool, err error) {
+// helpOrVersion answers --help with help, --usage with usage and
+// -V/--version with Slurm's version, as the commands do; handled is false
+// for any other option.
+func helpOrVersion(e *Env, id, help, usage string) (handled bool, err error) {
 	switch id {
-	case "help", "usage":
-		fmt.Fprintln(e.Stdout, usage)
+	case "help":
+		io.WriteString(e.Stdout, help)
+		return true, quit{0}
+	case "usage":
+		io.WriteString(e.Stdout, usage)
 		return true, quit{0}
 	case "V":
 		fmt.Fprintln(e.Stdout, slurmVersion)

@@ -569,6 +569,21 @@ const squeueHelp = `Usage: squeue [OPTIONS]
   -v, --verbose                   verbosity level
   -V, --version                   output version information and exit
   -w, --nodelist=hostlist         list of nodes to view
+  -P, --priority                  accepted, no effect (one partition per job)
+  -R, --reservation=name          only jobs in this reservation
+      --array-unique              accepted, no effect
+      --noconvert                 accepted, no effect
+
+Other names and options:
+  --accounts, -U                  the same as -A/--account
+  --partitions                    the same as -p/--partition
+  --users                         the same as -u/--user
+  --nodes, --node                 the same as -w/--nodelist
+  -M, --cluster, --clusters       refused: hpc runs one cluster
+  --federation, --local, --sib, --sibling, --hide
+                                  accepted, no effect (one cluster, no hidden
+                                  partitions)
+  --json, --yaml                  refused: hpc prints text only
 
 Help options:
   --help                          show this help message

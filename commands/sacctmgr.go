@@ -44,7 +44,9 @@ const sacctmgrHelp = `sacctmgr [<OPTION>] [<COMMAND>]
      -P or --parsable2: output will be '|' delimited without a '|' at the end
      -Q or --quiet:     print no messages other than error messages
      -V or --version:   print the version
-     --help:            this screen
+     -r or --readonly:  accepted, no effect
+     -v or --verbose:   accepted, no effect
+     -h or --help:      this screen (--usage prints it too)
 
   Valid <COMMAND> values are:
      add|create <ENTITY> <NAMES> [<SPECS>]
@@ -53,7 +55,11 @@ const sacctmgrHelp = `sacctmgr [<OPTION>] [<COMMAND>]
      show|list <ENTITY> [<NAMES/CONDITIONS>] [format=<FIELDS>] [tree] [withassoc]
 
   <ENTITY> may be account, association (show only), cluster (show only),
-  qos or user.
+  qos or user: add account, add qos, add user; list associations, list
+  clusters, show qos; modify account, modify qos, modify user (modify cluster
+  and delete cluster are refused); delete account, delete qos, delete user.
+
+  <SPECS> are different for each command entity pair:
 
   QOS settings: Description=, Priority=, MaxWall=, MaxJobsPerUser=,
      MaxSubmitJobsPerUser=, MaxTRESPerUser=, MaxTRESPerJob=, GrpTRES=,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
 	"hpc/cluster/api"
@@ -14,7 +13,20 @@ import (
 
 var sdiagOpts = opts("all,a", "reset,r", "sort-by-id,i", "sort-by-time,t", "sort-by-time2,T", "help", "usage", "version,V")
 
-const sdiagUsage = "Usage: sdiag [-M cluster] [-aritT]\n"
+const sdiagUsage = "Usage: sdiag [-a] [-r] [-i] [-t] [-T] [--help] [--usage] [-V]\n"
+
+const sdiagHelp = `Usage: sdiag [OPTIONS]
+  -a, --all             all statistics (the default)
+  -r, --reset           start the counters over (root and operators)
+  -i, --sort-by-id      RPCs sorted by message type
+  -t, --sort-by-time    RPCs sorted by total time
+  -T, --sort-by-time2   RPCs sorted by average time
+
+Help options:
+      --help            print this help
+      --usage           print a short list of the options
+  -V, --version         print the Slurm version hpc follows
+`
 
 // sdiagMain is sdiag: the controller's scheduling and request statistics,
 // in Slurm's layout, or -r to start them over (root and operators).
@@ -32,7 +44,7 @@ func sdiagMain(e *Env, prog string, args []string) int {
 		case "T":
 			sortBy = "time2"
 		default:
-			if handled, err := helpOrVersion(e, o.ID(), strings.TrimSuffix(sdiagUsage, "\n")); handled {
+			if handled, err := helpOrVersion(e, o.ID(), sdiagHelp, sdiagUsage); handled {
 				return err
 			}
 		}

@@ -12,7 +12,28 @@ import (
 	"hpc/cluster/jobspec"
 )
 
-var sprioOpts = opts("jobs,j,:", "user,u,:", "long,l", "norm,n", "weights,w", "noheader,h", "partition,p,:", "help", "usage", "version,V")
+var sprioOpts = opts("jobs,j,:", "user,u,:", "long,l", "norm,n", "weights,w", "noheader,h", "partition,p,:",
+	"cluster,M,:", "clusters,M,:", "help", "usage", "version,V")
+
+const sprioUsage = "Usage: sprio [-j jid[s]] [-u user_name[s]] [-w] [-l] [-n] [-h] [-p partition[s]]\n" +
+	"             [-M cluster] [--help] [--usage] [-V]\n"
+
+const sprioHelp = `Usage: sprio [OPTIONS]
+  -h, --noheader              no header line
+  -j, --jobs=job_ids          only these pending jobs (comma-separated)
+  -l, --long                  the long listing, with more columns
+  -M, --cluster, --clusters=name
+                              the cluster to ask (hpc runs one: refused)
+  -n, --norm                  the factors normalized to 0..1
+  -p, --partition=partitions  only jobs pending in these partitions
+  -u, --user=users            only jobs of these users
+  -w, --weights               the configured weight of each factor
+
+Help options:
+      --help                  print this help
+      --usage                 print a short list of the options
+  -V, --version               print the Slurm version hpc follows
+`
 
 // sprioMain is sprio: each pending job's priority and the weighted (or,
 // with -n, normalized) multifactor factors that make it up, from the
@@ -49,8 +70,11 @@ func sprioMain(e *Env, prog string, args []string) int {
 			weights = true
 		case "h":
 			noHeader = true
+		case "M":
+			e.errorf(prog, "hpc runs one cluster: -M/--clusters is not supported")
+			return quit{1}
 		default:
-			if handled, err := helpOrVersion(e, o.ID(), "Usage: sprio [-j jid[s]] [-u user_name[s]] [-w] [-l] [-n] [-h] [-p partition[s]]"); handled {
+			if handled, err := helpOrVersion(e, o.ID(), sprioHelp, sprioUsage); handled {
 				return err
 			}
 		}

@@ -14,6 +14,28 @@ import (
 
 var sreportOpts = opts("time,t,:", "noheader,n", "parsable,p", "parsable2,P", "help", "usage", "version,V")
 
+const sreportUsage = "Usage: sreport [-n] [-p|-P] [-t minutes|hours|seconds|percent] [--help] [--usage]\n" +
+	"               [-V] <COMMAND> [start=TIME] [end=TIME]\n"
+
+const sreportHelp = `sreport [<OPTION>] [<COMMAND>]
+    Valid <OPTION> values are:
+     -n or --noheader:   no header lines
+     -p or --parsable:   fields separated by '|', with a '|' at the end
+     -P or --parsable2:  fields separated by '|', nothing at the end
+     -t or --time=unit:  minutes (the default), hours, seconds or percent
+     -V or --version:    print the Slurm version hpc follows
+     --help:             print this help
+     --usage:            print a short list of the options
+
+    Valid <COMMAND> values are:
+     cluster utilization                 the cluster's CPU time, used and idle
+     cluster accountutilizationbyuser    CPU time by account and user
+     user topusage                       the users who used the most CPU time
+
+    Each takes start=TIME and end=TIME (default: yesterday, midnight to
+    midnight).
+`
+
 // sreportMain is sreport: cluster utilization, user topusage and cluster
 // accountutilizationbyuser over a window, from accounting.
 func sreportMain(e *Env, prog string, args []string) int {
@@ -29,7 +51,7 @@ func sreportMain(e *Env, prog string, args []string) int {
 		case "P":
 			v.sep, v.trailing = "|", false
 		default:
-			if handled, err := helpOrVersion(e, o.ID(), "Usage: sreport [-t minutes|hours|seconds|percent] [-n] [-p|-P] cluster utilization|accountutilizationbyuser | user topusage [start=TIME] [end=TIME]"); handled {
+			if handled, err := helpOrVersion(e, o.ID(), sreportHelp, sreportUsage); handled {
 				return err
 			}
 		}

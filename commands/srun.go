@@ -40,12 +40,15 @@ type runOpts struct {
 	argv   []string
 	// multiProg is --multi-prog: argv is a dispatcher made from the file.
 	multiProg bool
-	// pty is --pty, input --input (srun_input.go).
-	pty     bool
-	input   string
-	name    string
-	help    bool
-	version bool
+	// pty is --pty, input --input, output and errput --output and
+	// --error (srun_input.go).
+	pty            bool
+	input          string
+	output, errput string
+	name           string
+	help           bool
+	usage          bool // --usage rather than --help
+	version        bool
 	// verbose counts -v; given lists the options given, for -v's
 	// "defined options" (verbose.go).
 	verbose int
@@ -89,6 +92,7 @@ var allocOptions = []jobspec.Opt{
 	{Long: "deadline", Arg: jobspec.RequiredArg},
 	{Long: "dependency", Short: 'd', Arg: jobspec.RequiredArg},
 	{Long: "use-min-nodes", Arg: jobspec.NoArg},
+	{Long: "open-mode", Arg: jobspec.RequiredArg},
 }
 
 // runOnlyOptions are srun's and salloc's own options.
@@ -142,9 +146,6 @@ var inert = map[string]string{
 	"slurmd-debug": "hpc's daemons log through their own logger",
 	"threads":      "hpc's srun talks to one daemon",
 }
-
-// unsupported are options hpc's srun accepts but cannot honour yet.
-var unsupported = map[string]bool{"output": true, "error": true}
 
 // parseRun parses srun's or salloc's arguments; done reports that the
 // command is over (help, or an error already printed) with status code.
@@ -207,27 +208,34 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 			o.bell = opt.Long
 		case "multi-prog":
 			o.multiProg = true
-		case "pty", "input":
+		case "pty", "input", "output", "error":
 			if prog == "salloc" {
 				return &jobspec.UsageError{Msg: fmt.Sprintf("--%s is not supported by hpc's salloc: give it to srun", opt.Long), Code: 1}
 			}
-			if opt.Long == "pty" {
+			if val == "" && opt.Long != "pty" {
+				return &jobspec.UsageError{Msg: fmt.Sprintf("--%s takes all, none, a task number or a file name", opt.Long), Code: 1}
+			}
+			switch opt.Long {
+			case "pty":
 				o.pty = true
-			} else if err := checkInput(val); err != nil {
-				return err
-			} else {
+			case "input":
+				if ioFile(val) && jobspec.Uses(val, "tnN") {
+					return &jobspec.UsageError{Msg: "--input=" + val + ": hpc's srun reads one input file for all tasks (no %t, %n or %N)", Code: 1}
+				}
 				o.input = val
+			case "output":
+				o.output = val
+			default:
+				o.errput = val
 			}
 		case "container-image", "container-mounts", "container-workdir":
 			o.alloc = append(o.alloc, "--"+opt.Long+"="+val) // jobspec checks them as sbatch's
 		case "help", "usage":
-			o.help = true
+			if !o.help {
+				o.help, o.usage = true, opt.Long == "usage"
+			}
 		case "version":
 			o.version = true
-		default:
-			if unsupported[opt.Long] {
-				return &jobspec.UsageError{Msg: fmt.Sprintf("--%s is not supported by hpc's %s yet", opt.Long, prog), Code: 1}
-			}
 		}
 		return nil
 	})
@@ -240,11 +248,7 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 		return nil, usageExit(e, prog, err), true
 	}
 	if o.help {
-		help := runHelp
-		if prog == "srun" {
-			help += containerHelp
-		}
-		fmt.Fprintf(e.Stdout, "Usage: %s [OPTIONS(0)...] [ : [OPTIONS(N)...]] executable(0) [args(0)...]\n%s", prog, help)
+		io.WriteString(e.Stdout, jobHelp(prog, o.usage))
 		return nil, 0, true
 	}
 	if o.version {
@@ -288,38 +292,6 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 	}
 	return o, 0, false
 }
-
-const runHelp = `
-Parallel run options:
-  -A, --account=name          charge job to specified account
-  -b, --begin=time            defer job until HH:MM MM/DD/YY
-  -c, --cpus-per-task=ncpus   number of cpus required per task
-  -d, --dependency=type:jobid defer job until condition on jobid is satisfied
-  -D, --chdir=path            change remote current working directory
-      --export=env_vars|NONE  environment passed to the tasks (ALL, NONE, or a list)
-  -I, --immediate[=secs]      exit if resources are not available in secs
-  -J, --job-name=jobname      name of job
-      --jobid=id              run under already allocated job
-  -l, --label                 prepend task number to lines of stdout/err
-      --mem=MB                minimum amount of real memory
-      --mem-per-cpu=MB        maximum amount of real memory per allocated cpu
-      --mincpus=n             minimum number of logical processors per node
-  -n, --ntasks=ntasks         number of tasks to run
-      --ntasks-per-node=n     number of tasks to invoke on each node
-  -N, --nodes=N               number of nodes on which to run (N = min[-max])
-  -O, --overcommit            overcommit resources: more tasks than CPUs
-  -p, --partition=partition   partition requested
-  -q, --qos=qos               quality of service
-  -Q, --quiet                 quiet mode (suppress informational messages)
-  -t, --time=minutes          time limit
-  -w, --nodelist=hosts...     request a specific list of hosts
-  -x, --exclude=hosts...      exclude a specific list of hosts
-
-Help options:
-  -h, --help                  show this help message
-      --usage                 display brief usage message
-  -V, --version               output version information and exit
-`
 
 // console serialises what srun writes.
 type console struct {
@@ -495,44 +467,21 @@ func exitRelease(id uint64, rc int) api.ReleaseRequest {
 // highest task exit code, 128+signal for a task a signal killed) and the
 // step's end.
 func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobID uint64, sigs <-chan os.Signal) (int, *api.StepDone) {
-	// The tasks learn srun's umask, as Slurm's do.
-	mask := syscall.Umask(0)
-	syscall.Umask(mask)
-	req := api.StepRequest{
-		JobID:   jobID,
-		Name:    o.name,
-		Argv:    o.argv,
-		Env:     append(append([]string(nil), e.Environ...), fmt.Sprintf("SLURM_UMASK=%04o", mask)),
-		Export:  o.export,
-		WorkDir: o.spec.WorkDir,
-	}
-	if o.set["job-name"] {
-		req.Name = o.spec.Name
-	}
-	// -O, or SLURM_OVERCOMMIT (which Slurm sets in an -O job).
-	req.Overcommit = o.spec.Overcommit || e.Getenv("SLURM_OVERCOMMIT") != ""
+	req := newStepRequest(e, o, jobID)
 	taskWrap(o, &req)
 	containerStep(e, o, &req)
 	restoreTerm := stepInput(e, prog, o, &req) // srun_input.go
 	defer restoreTerm()
-	if o.set["nodes"] {
-		req.Nodes = o.spec.Nodes
-	}
-	if o.set["ntasks"] {
-		req.NTasks = o.spec.NTasks
-	}
-	if o.set["ntasks-per-node"] {
-		req.NTasksPerNode = o.spec.NTasksPerNode
-	}
-	if o.set["cpus-per-task"] {
-		req.CPUsPerTask = o.spec.CPUsPerTask
-	}
-	if o.set["nodelist"] {
-		req.NodeList = o.spec.NodeList
-	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	files := &stepFiles{job: stepJob(ctx, e, cl, o, jobID), cwd: e.Cwd, workDir: req.WorkDir}
+	var in io.Reader = e.Stdin
+	if !files.openInput(con, prog, o, &in) {
+		return 1, nil
+	}
+	var output *taskOutput
+	defer func() { output.close() }()
 	var mu sync.Mutex
 	var step *api.Step
 	// Signals: Ctrl-C forwards SIGINT, a second one kills the step; the
@@ -591,11 +540,15 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 			mu.Lock()
 			step = ev.Step
 			mu.Unlock()
-			go forwardInput(ctx, e, cl, &req, ev.Step.ID)
 			if ev.Warning != "" && !o.quiet {
 				con.printf("%s: Warning: %s\n", prog, ev.Warning)
 			}
+			files.step = ev.Step
+			files.openInput(con, prog, o, &in)
+			go forwardInput(ctx, e, cl, &req, ev.Step.ID, in)
+			output = openOutput(con, prog, o, files)
 			lab = newLabeller(con, o.label, ev.Step.NTasks())
+			lab.output = output
 			if o.verbose > 0 {
 				con.printf("%s", launchLines(prog, jobID, ev.Step))
 			}
@@ -643,6 +596,41 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 		rc = max(rc, 1)
 	}
 	return rc, final
+}
+
+// newStepRequest is the step srun asks for in job jobID: its command,
+// environment (with srun's umask and limits, inherit.go), name, and the
+// layout options given on the command line.
+func newStepRequest(e *Env, o *runOpts, jobID uint64) api.StepRequest {
+	req := api.StepRequest{
+		JobID:   jobID,
+		Name:    o.name,
+		Argv:    o.argv,
+		Env:     withInheritance(e.Environ),
+		Export:  o.export,
+		WorkDir: o.spec.WorkDir,
+	}
+	if o.set["job-name"] {
+		req.Name = o.spec.Name
+	}
+	// -O, or SLURM_OVERCOMMIT (which Slurm sets in an -O job).
+	req.Overcommit = o.spec.Overcommit || e.Getenv("SLURM_OVERCOMMIT") != ""
+	if o.set["nodes"] {
+		req.Nodes = o.spec.Nodes
+	}
+	if o.set["ntasks"] {
+		req.NTasks = o.spec.NTasks
+	}
+	if o.set["ntasks-per-node"] {
+		req.NTasksPerNode = o.spec.NTasksPerNode
+	}
+	if o.set["cpus-per-task"] {
+		req.CPUsPerTask = o.spec.CPUsPerTask
+	}
+	if o.set["nodelist"] {
+		req.NodeList = o.spec.NodeList
+	}
+	return req
 }
 
 // containerStep passes srun's container options on to the step's nodes
@@ -782,17 +770,21 @@ func intRanges(v []int) string {
 // with each line prefixed by its task number ("3: ", padded to the widest
 // task number).
 type labeller struct {
-	con   *console
-	label bool
-	width int
-	part  map[[2]int][]byte // unfinished lines, by task and stream
+	con    *console
+	output *taskOutput // where a task's output goes, if not to srun's
+	label  bool
+	width  int
+	part   map[[2]int][]byte // unfinished lines, by task and stream
 }
 
 func newLabeller(con *console, label bool, ntasks int) *labeller {
 	return &labeller{con: con, label: label, width: len(strconv.Itoa(max(ntasks-1, 0))), part: map[[2]int][]byte{}}
 }
 
-func (l *labeller) dst(stream int) io.Writer {
+func (l *labeller) dst(task, stream int) io.Writer {
+	if w := l.output.writer(task, stream); w != nil {
+		return w
+	}
 	if stream == api.StreamStderr {
 		return l.con.err
 	}
@@ -802,7 +794,7 @@ func (l *labeller) dst(stream int) io.Writer {
 func (l *labeller) write(task, stream int, data []byte) {
 	l.con.mu.Lock()
 	defer l.con.mu.Unlock()
-	w := l.dst(stream)
+	w := l.dst(task, stream)
 	if !l.label {
 		_, _ = w.Write(data)
 		return
@@ -841,7 +833,7 @@ func (l *labeller) flush() {
 		return keys[a][0] < keys[b][0] || (keys[a][0] == keys[b][0] && keys[a][1] < keys[b][1])
 	})
 	for _, k := range keys {
-		fmt.Fprintf(l.dst(k[1]), "%*d: %s\n", l.width, k[0], l.part[k])
+		fmt.Fprintf(l.dst(k[0], k[1]), "%*d: %s\n", l.width, k[0], l.part[k])
 	}
 	l.part = map[[2]int][]byte{}
 }

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,36 +17,55 @@ import (
 	"hpc/cluster/jobspec"
 )
 
-// srun's standard input goes to its tasks as Slurm's srun sends it: to
-// every task by default, to one with --input=N, to none with --input=none
-// (and when srun's own stdin is /dev/null, as in a batch script, there is
-// nothing to send and the tasks get /dev/null). --pty runs task 0 on a
-// pseudo-terminal: srun's terminal goes raw, so that keys (Ctrl-C, Ctrl-D,
-// arrows) reach the task's terminal as typed, and its size follows srun's.
+// srun's standard I/O, as Slurm's srun routes it (-i/-o/-e: all, none, a
+// task number, or a file name pattern, jobspec.ExpandStepPath).
+//
+// Input goes to every task by default, to one with --input=N, to none with
+// --input=none (and when srun's own stdin is /dev/null, as in a batch
+// script, there is nothing to send and the tasks get /dev/null); with
+// --input=FILE the file's content is sent instead of srun's stdin. --pty
+// runs task 0 on a pseudo-terminal: srun's terminal goes raw, so that keys
+// (Ctrl-C, Ctrl-D, arrows) reach the task's terminal as typed, and its
+// size follows srun's.
+//
+// Output comes to srun's stdout and stderr by default; --output=none drops
+// it, --output=N keeps task N's only, and --output=PATTERN writes each
+// task's to the file its pattern names for it (one file for all the tasks
+// when the pattern has no %t, %n or %N), created by srun, as the user
+// running it, truncated unless --open-mode=append. --error is --output
+// unless given. -l labels lines in files too, as Slurm's does.
 
-// checkInput accepts the --input modes hpc honours.
-func checkInput(v string) error {
-	if v == "all" || v == "none" {
-		return nil
+// ioFile reports whether an -i/-o/-e value names a file, rather than all
+// ("all" or "-"), none, or a task.
+func ioFile(v string) bool {
+	if _, ok := ioTask(v); ok {
+		return false
 	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return nil
-	}
-	return &jobspec.UsageError{Msg: "--input=" + v + ": hpc's srun takes all, none or a task number", Code: 1}
+	return v != "" && v != "-" && !strings.EqualFold(v, "all") && !strings.EqualFold(v, "none")
+}
+
+// ioTask is the task an -i/-o/-e value names.
+func ioTask(v string) (int, bool) {
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 0 && v[0] != '+'
 }
 
 // stepInput decides what of srun's input the step's tasks get and, for
 // --pty, makes srun's terminal raw; the returned function restores it.
 func stepInput(e *Env, prog string, o *runOpts, req *api.StepRequest) (restore func()) {
 	restore = func() {}
-	if o.input == "none" || e.Stdin == nil || isDevNull(e.Stdin) {
+	if ioFile(o.input) {
+		req.Input = "all" // the file's content, read once the step exists (inputFile)
+		return restore
+	}
+	if strings.EqualFold(o.input, "none") || e.Stdin == nil || isDevNull(e.Stdin) {
 		if o.pty {
 			e.errorf(prog, "--pty: the standard input is not a terminal; running without one")
 		}
 		return restore
 	}
 	req.Input = "all"
-	if o.input != "" {
+	if _, ok := ioTask(o.input); ok {
 		req.Input = o.input
 	}
 	if !o.pty {
@@ -85,9 +105,12 @@ func stepInput(e *Env, prog string, o *runOpts, req *api.StepRequest) (restore f
 // piece that cannot be delivered (the node's daemon is being restarted) is
 // sent again until srun has attached to the step again (api.StepAttachWait
 // at most); the input stops when the step is over (ctx).
-func forwardInput(ctx context.Context, e *Env, cl *api.Client, req *api.StepRequest, step uint32) {
+func forwardInput(ctx context.Context, e *Env, cl *api.Client, req *api.StepRequest, step uint32, in io.Reader) {
 	if req.Input == "" {
 		return
+	}
+	if c, ok := in.(io.Closer); ok && in != e.Stdin {
+		defer c.Close()
 	}
 	send := func(in api.StepInput) error {
 		deadline := time.Now().Add(api.StepAttachWait)
@@ -121,7 +144,7 @@ func forwardInput(ctx context.Context, e *Env, cl *api.Client, req *api.StepRequ
 	}
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := e.Stdin.Read(buf)
+		n, err := in.Read(buf)
 		if n > 0 {
 			if send(api.StepInput{JobID: req.JobID, StepID: step, Data: append([]byte(nil), buf[:n]...)}) != nil {
 				return // the step is over
@@ -133,6 +156,149 @@ func forwardInput(ctx context.Context, e *Env, cl *api.Client, req *api.StepRequ
 			}
 			return
 		}
+	}
+}
+
+// stepFiles are the files of a step's I/O patterns (-i/-o/-e), expanded
+// for each of its tasks once the step exists.
+type stepFiles struct {
+	job  *api.Job
+	step *api.Step
+	// cwd is where srun runs: a relative path without %t, %n or %N is
+	// taken from there, one with them from the tasks' directory, as
+	// Slurm's srun opens the first and its nodes the second.
+	cwd, workDir string
+}
+
+// path is task's file for pattern (before the step exists, for a pattern
+// that does not name it).
+func (s *stepFiles) path(pattern string, task int) string {
+	v := jobspec.StepPath{Step: -1, Task: task, Dir: s.cwd}
+	if jobspec.Uses(pattern, "tnN") {
+		v.Dir = s.workDir
+	}
+	if s.step != nil {
+		v.Step = int(s.step.ID)
+		first := 0
+		for i, n := range s.step.Tasks {
+			if task < first+n && i < len(s.step.Nodes) {
+				v.NodeIndex, v.Node = i, s.step.Nodes[i]
+				break
+			}
+			first += n
+		}
+	}
+	return jobspec.ExpandStepPath(pattern, s.job, v)
+}
+
+// openInput opens the --input file, the same for every task (parseRun
+// refuses a pattern with %t, %n or %N), as srun's stdin: before the step
+// (nil step), as Slurm's srun does, unless its name has the step's id.
+func (s *stepFiles) openInput(con *console, prog string, o *runOpts, in *io.Reader) bool {
+	if !ioFile(o.input) || (s.step == nil) == jobspec.Uses(o.input, "sJ") {
+		return true
+	}
+	f, err := os.Open(s.path(o.input, 0))
+	if err != nil {
+		con.printf("%s: error: Could not open stdin file: %v\n", prog, err)
+		*in = eofReader{}
+		return false
+	}
+	*in = f
+	return true
+}
+
+// stepJob is the job a step's I/O patterns name (%j, %x, %u, %A, %a),
+// looked up only where one of -i/-o/-e is a file.
+func stepJob(ctx context.Context, e *Env, cl *api.Client, o *runOpts, jobID uint64) *api.Job {
+	j := &api.Job{ID: jobID, User: e.Getenv("USER"), Spec: api.JobSpec{Name: e.Getenv("SLURM_JOB_NAME")}}
+	if !ioFile(o.input) && !ioFile(o.output) && !ioFile(o.errput) {
+		return j
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if a, err := cl.WaitAllocation(lctx, jobID, nil); err == nil {
+		if a.Job.User == "" {
+			a.Job.User = j.User
+		}
+		return &a.Job
+	}
+	return j
+}
+
+// eofReader is an input at its end.
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// taskOutput is where each task's output goes: a writer by task and
+// stream, absent for srun's own stdout or stderr, io.Discard for none.
+type taskOutput struct {
+	to    map[[2]int]io.Writer
+	files []*os.File
+}
+
+// openOutput routes the step's output as -o and -e say; a file that
+// cannot be made is said, and its output dropped.
+func openOutput(con *console, prog string, o *runOpts, s *stepFiles) *taskOutput {
+	t := &taskOutput{to: map[[2]int]io.Writer{}}
+	errput := o.errput
+	if errput == "" {
+		errput = o.output
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if o.spec.OpenMode == "append" {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	opened := map[string]io.Writer{}
+	ntasks := s.step.NTasks()
+	for _, r := range []struct {
+		stream  int
+		pattern string
+		name    string
+	}{{api.StreamStdout, o.output, "stdout"}, {api.StreamStderr, errput, "stderr"}} {
+		id, one := ioTask(r.pattern)
+		for task := 0; task < ntasks; task++ {
+			k := [2]int{task, r.stream}
+			switch {
+			case strings.EqualFold(r.pattern, "none"), one && task != id:
+				t.to[k] = io.Discard
+			case ioFile(r.pattern):
+				p := s.path(r.pattern, task)
+				w, ok := opened[p]
+				if !ok {
+					f, err := os.OpenFile(p, flags, 0o644)
+					if err != nil {
+						con.printf("%s: error: Could not open %s file: %v\n", prog, r.name, err)
+						w = io.Discard
+					} else {
+						w = f
+						t.files = append(t.files, f)
+					}
+					opened[p] = w
+				}
+				t.to[k] = w
+			}
+		}
+	}
+	return t
+}
+
+// writer is where task's stream goes; nil: srun's own.
+func (t *taskOutput) writer(task, stream int) io.Writer {
+	if t == nil {
+		return nil
+	}
+	return t.to[[2]int{task, stream}]
+}
+
+// close closes the output files.
+func (t *taskOutput) close() {
+	if t == nil {
+		return
+	}
+	for _, f := range t.files {
+		_ = f.Close()
 	}
 }
 

@@ -96,7 +96,15 @@ func newStepFake(t *testing.T) (*stepFake, *Env, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	_, e, out, errb := newFake(t)
 	f := &stepFake{}
-	srv := httptest.NewUnstartedServer(f)
+	serveSteps(t, e, f)
+	e.Stdin, e.Environ = nil, []string{"PATH=/usr/bin:/bin"}
+	return f, e, out, errb
+}
+
+// serveSteps serves h on a socket of its own, e's cluster.
+func serveSteps(t *testing.T, e *Env, h http.Handler) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
 	sock := filepath.Join(t.TempDir(), "step.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -106,8 +114,6 @@ func newStepFake(t *testing.T) (*stepFake, *Env, *bytes.Buffer, *bytes.Buffer) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	e.Client = func(context.Context) (*api.Client, error) { return api.NewClient(sock), nil }
-	e.Stdin, e.Environ = nil, []string{"PATH=/usr/bin:/bin"}
-	return f, e, out, errb
 }
 
 // srun -v says where its allocation and its step's tasks are, and how

@@ -13,6 +13,24 @@ import (
 var sshareOpts = opts("all,a", "accounts,A,:", "users,u,:", "long,l", "noheader,n", "parsable,p", "parsable2,P",
 	"help", "usage", "version,V")
 
+const sshareUsage = "Usage: sshare [-a] [-A accounts] [-u users] [-l] [-n] [-p|-P] [--help]\n" +
+	"              [--usage] [-V]\n"
+
+const sshareHelp = `Usage: sshare [OPTIONS]
+  -a, --all                every user's associations, not only yours
+  -A, --accounts=accounts  only these accounts and their users
+  -l, --long               also the normalized usage
+  -n, --noheader           no header lines
+  -p, --parsable           fields separated by '|', with a '|' at the end
+  -P, --parsable2          fields separated by '|', nothing at the end
+  -u, --users=users        only these users' associations
+
+Help options:
+      --help               print this help
+      --usage              print a short list of the options
+  -V, --version            print the Slurm version hpc follows
+`
+
 // sshareMain is sshare: each association's shares, usage and Fair Tree
 // fair-share factor, from the leader.
 func sshareMain(e *Env, prog string, args []string) int {
@@ -38,7 +56,7 @@ func sshareMain(e *Env, prog string, args []string) int {
 		case "P":
 			v.sep, v.trailing = "|", false
 		default:
-			if handled, err := helpOrVersion(e, o.ID(), "Usage: sshare [-a] [-A account[s]] [-u user[s]] [-l] [-n] [-p|-P]"); handled {
+			if handled, err := helpOrVersion(e, o.ID(), sshareHelp, sshareUsage); handled {
 				return err
 			}
 		}

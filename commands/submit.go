@@ -25,7 +25,7 @@ func sbatchMain(e *Env, prog string, args []string) int {
 		return usageExit(e, prog, err)
 	}
 	if opts.Help {
-		io.WriteString(e.Stdout, sbatchHelp)
+		io.WriteString(e.Stdout, jobHelp(prog, opts.Usage))
 		return 0
 	}
 	if opts.Version {
@@ -57,6 +57,8 @@ func sbatchMain(e *Env, prog string, args []string) int {
 			prog, r.JobID, format.ISOTime(r.Start), r.CPUs, hostlist.Compress(r.Nodes), r.Partition)
 		return 0
 	}
+	// The script starts with sbatch's umask and limits (inherit.go).
+	opts.Spec.Env = withInheritance(opts.Spec.Env)
 	id, err := submitRetrying(ctx, e, prog, cl, opts.Spec)
 	if err != nil {
 		return submitFailed(e, prog, err)
@@ -147,74 +149,3 @@ func submitFailed(e *Env, prog string, err error) int {
 	e.errorf(prog, "Batch job submission failed: %s", msg)
 	return 1
 }
-
-const sbatchHelp = `Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]
-
-Parallel run options:
-  -a, --array=indexes         job array index values
-  -A, --account=name          charge job to specified account
-      --begin=time            defer job until HH:MM MM/DD/YY
-  -c, --cpus-per-task=ncpus   number of cpus required per task
-  -C, --constraint=list       specify a list of constraints
-  -d, --dependency=type:jobid[:time] defer job until condition on jobid is satisfied
-  -D, --chdir=directory       set working directory for batch script
-  -e, --error=err             file for batch script's standard error
-      --export[=names]        specify environment variables to export
-  -H, --hold                  submit job in held state
-  -i, --input=in              file for batch script's standard input
-  -J, --job-name=jobname      name of job
-      --mail-type=type        notify on state change (recorded; hpc sends no mail)
-      --mail-user=user        who to send email notification for job state changes
-  -n, --ntasks=ntasks         number of tasks to run
-  -N, --nodes=N               number of nodes on which to run (N = min[-max])
-  -o, --output=out            file for batch script's standard output
-      --open-mode={append|truncate} how to open the output and error files
-  -p, --partition=partition   partition requested
-      --parsable              outputs only the jobid and cluster name (if present)
-  -q, --qos=qos               quality of service
-  -Q, --quiet                 quiet mode (suppress informational messages)
-      --requeue, --no-requeue whether the job may be requeued
-      --signal=[R:]num[@time] send signal when time limit within time seconds
-      --switches=max-switches[@max-time-to-wait]
-  -t, --time=minutes          time limit
-      --time-min=minutes      minimum time limit (if distinct)
-  -W, --wait                  wait for completion of submitted job
-      --wrap[=command string] wrap command string in a sh script and submit
-
-Constraint options:
-      --mem=MB                minimum amount of real memory
-      --mem-per-cpu=MB        maximum amount of real memory per allocated cpu
-      --mem-per-gpu=MB        real memory per allocated GPU
-  -w, --nodelist=hosts...     request a specific list of hosts
-  -x, --exclude=hosts...      exclude a specific list of hosts
-      --exclusive[=user|mcs]  allocate nodes in exclusive mode
-
-GPU scheduling options:
-  -G, --gpus=n                count of GPUs required for the job
-      --gpus-per-node=n       number of GPUs required per allocated node
-      --gpus-per-task=n       number of GPUs required per spawned task
-      --gres=list             required generic resources
-
-Input environment variables SBATCH_ACCOUNT, SBATCH_PARTITION, SBATCH_TIMELIMIT,
-... set options between #SBATCH directives and the command line.
-
-Help options:
-  -h, --help                  show this help message
-      --usage                 display brief usage message
-
-Other options:
-  -V, --version               output version information and exit
-` + containerHelp
-
-// containerHelp lists the container options sbatch and srun take, as Slurm
-// lists its plugins' (pyxis's) options.
-const containerHelp = `
-Options provided by plugins:
-      --container-image=DIR   [pyxis] run in this image: an unpacked root
-                              file system or an OCI bundle (read-only)
-      --container-mounts=SRC[:DST[:FLAGS]][,SRC:DST...]
-                              [pyxis] bind mount[s] inside the container.
-                              Mount flags: ro or rw
-      --container-workdir=PATH
-                              [pyxis] working directory inside the container
-`

@@ -393,8 +393,18 @@ func TestLabSteps(t *testing.T) {
 		if code != 0 || out != "" {
 			t.Errorf("--input=none: %d %q %q", code, out, errs)
 		}
-		if _, errs, code = run("", "srun", "--input=x.txt", "true"); code == 0 || !strings.Contains(errs, "--input=x.txt") {
-			t.Errorf("--input=FILE: %d %q", code, errs)
+		if _, errs, code = run("", "srun", "--input=x.txt", "true"); code == 0 || !strings.Contains(errs, "Could not open stdin file") {
+			t.Errorf("--input=missing file: %d %q", code, errs)
+		}
+		// --input=FILE and -o with %t: files on srun's side.
+		os.WriteFile(filepath.Join(rootDir, "in.txt"), []byte("from file\n"), 0o644)
+		out, errs, code = run("ignored\n", "srun", "-n2", "--input=in.txt", "-o", "io_%j_%t.out", "sh", "-c", "cat; echo $SLURM_PROCID")
+		files, _ := filepath.Glob(filepath.Join(rootDir, "io_*_1.out"))
+		if code != 0 || out != "" || len(files) != 1 {
+			t.Fatalf("--input=FILE -o %%t: %d %q %q %q", code, out, errs, files)
+		}
+		if b, _ := os.ReadFile(files[0]); string(b) != "from file\n1\n" {
+			t.Errorf("task 1's file: %q", b)
 		}
 	})
 

@@ -552,12 +552,19 @@ func (l *ctrLaunch) planTasks() string {
 		l.files = append(l.files, f)
 		return supPlanFD + len(l.files) - 1
 	}
+	setup := setupOf(spec) // taskexec.go
+	argv := func(a []string) []string {
+		if setup == nil {
+			return a
+		}
+		return setup.wrap(a)
+	}
 	if tio == nil {
-		l.plan.Tasks = []supTask{{Argv: spec.Argv, Env: spec.Env, Dir: io.cwd, Stdout: fd(io.stdout), Stderr: fd(io.stderr)}}
+		l.plan.Tasks = []supTask{{Argv: argv(spec.Argv), Env: spec.Env, Dir: io.cwd, Stdout: fd(io.stdout), Stderr: fd(io.stderr), Report: setup != nil}}
 		return ""
 	}
 	for i, t := range spec.Tasks {
-		st := supTask{Argv: t.Argv, Env: t.Env, Dir: io.cwd, Stdout: fd(tio.stdout[i]), Stderr: fd(tio.stderr[i]), TTY: t.TTY}
+		st := supTask{Argv: argv(t.Argv), Env: t.Env, Dir: io.cwd, Stdout: fd(tio.stdout[i]), Stderr: fd(tio.stderr[i]), TTY: t.TTY, Report: setup != nil}
 		if tio.stdin[i] != nil {
 			st.Stdin = fd(tio.stdin[i])
 		}

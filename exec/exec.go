@@ -93,6 +93,22 @@ type StepSpec struct {
 	// Tag is the caller's, kept with the step: a step a new executor
 	// re-attaches gives it back (Step.Tag).
 	Tag string
+	// Umask, when set, is the umask the step's processes start with (the
+	// submitter's); nil: the executor's own.
+	Umask *uint32
+	// Rlimits are soft limits the step's processes start with (the
+	// submitter's), each lowered to the hard limit it would have had:
+	// hard limits are never changed.
+	Rlimits []Rlimit
+	// PidEnv, when set, names a variable each process of the step finds
+	// set to its own pid (Slurm's SLURM_TASK_PID).
+	PidEnv string
+}
+
+// Rlimit is a soft resource limit: setrlimit(2)'s resource and value.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Soft     uint64 `json:"soft"`
 }
 
 // TaskSpec is one task of a step that runs several.

@@ -24,6 +24,9 @@ func InitIfChild() {
 	if len(os.Args) == 3 && os.Args[2] == pauseArg {
 		supervise()
 	}
+	if len(os.Args) > 4 && os.Args[2] == taskExecArg {
+		taskExec(os.Args[3], os.Args[4:]) // taskexec.go
+	}
 	libcontainer.Init() // never returns
 	os.Exit(255)
 }

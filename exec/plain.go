@@ -117,6 +117,15 @@ type plainLaunch struct {
 // the step is left.
 func (l *plainLaunch) startProcesses() error {
 	spec, io, tio := l.spec, l.io, l.tio
+	setup := setupOf(spec) // taskexec.go
+	var reports []*os.File
+	failed := func(err error) error {
+		for _, r := range reports {
+			r.Close()
+		}
+		l.abandon()
+		return fmt.Errorf("step %s: %w", spec.ID, err)
+	}
 	n := max(len(spec.Tasks), 1)
 	for i := range n {
 		var cmd *osexec.Cmd
@@ -125,14 +134,34 @@ func (l *plainLaunch) startProcesses() error {
 		} else {
 			cmd = l.command(spec.Tasks[i].Argv, spec.Tasks[i].Env, tio.stdin[i], tio.stdout[i], tio.stderr[i], spec.Tasks[i].TTY)
 		}
-		if err := cmd.Start(); err != nil {
-			l.abandon()
-			return fmt.Errorf("step %s: %w", spec.ID, err)
+		var repW *os.File
+		if setup != nil {
+			cmd.Args = setup.wrap(cmd.Args)
+			cmd.Path = cmd.Args[0]
+			r, w, err := os.Pipe()
+			if err != nil {
+				return failed(err)
+			}
+			reports, repW = append(reports, r), w
+			cmd.ExtraFiles = []*os.File{w}
+		}
+		err := cmd.Start()
+		if repW != nil {
+			repW.Close()
+		}
+		if err != nil {
+			return failed(err)
 		}
 		if i == 0 {
 			l.pgid = cmd.Process.Pid
 		}
 		l.cmds = append(l.cmds, cmd)
+	}
+	for i, r := range reports {
+		if err := awaitExec(r); err != nil {
+			reports = reports[i+1:]
+			return failed(err)
+		}
 	}
 	return nil
 }

@@ -72,6 +72,9 @@ type supTask struct {
 	Stdout int      `json:"stdout"`          // a file descriptor of the supervisor
 	Stderr int      `json:"stderr"`
 	TTY    bool     `json:"tty,omitempty"` // Stdin is a terminal: make it the task's controlling one
+	// Report: Argv starts the task through the wrapper (taskexec.go),
+	// which gets a report pipe as its fd 3.
+	Report bool `json:"report,omitempty"`
 }
 
 // supEvent is one line of the supervisor's reports: the start report
@@ -139,7 +142,8 @@ func supervise() {
 		fail(err.Error())
 	}
 	pids := make([]int, len(plan.Tasks))
-	task := map[int]int{} // pid -> task
+	task := map[int]int{}                        // pid -> task
+	reports := make([]*os.File, len(plan.Tasks)) // see supTask.Report
 	// The tasks start with a raised OOM score, the supervisor keeps the
 	// default (see TaskOOMScoreAdj).
 	setOOMScoreAdj(TaskOOMScoreAdj)
@@ -155,12 +159,23 @@ func supervise() {
 		if t.TTY {
 			sys = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 		}
+		files := []uintptr{stdin, uintptr(t.Stdout), uintptr(t.Stderr)}
+		var repW *os.File
+		if t.Report {
+			if reports[i], repW, err = os.Pipe(); err != nil {
+				fail(err.Error())
+			}
+			files = append(files, repW.Fd())
+		}
 		pid, err := syscall.ForkExec(t.Argv[0], t.Argv, &syscall.ProcAttr{
 			Dir:   t.Dir,
 			Env:   t.Env,
-			Files: []uintptr{stdin, uintptr(t.Stdout), uintptr(t.Stderr)},
+			Files: files,
 			Sys:   sys,
 		})
+		if repW != nil {
+			repW.Close()
+		}
 		if err != nil {
 			// The tasks started so far die with this namespace.
 			r := supEvent{Err: fmt.Sprintf("execve(): %s: %s", t.Argv[0], errnoText(err)), Task: i}
@@ -169,6 +184,15 @@ func supervise() {
 		}
 		pids[i] = pid
 		task[pid] = i
+	}
+	for i, r := range reports {
+		if r == nil {
+			continue
+		}
+		if err := awaitExec(r); err != nil {
+			report(supEvent{Err: err.Error(), Task: i})
+			os.Exit(1)
+		}
 	}
 	devnull.Close()
 	setOOMScoreAdj(0)

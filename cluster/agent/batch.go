@@ -149,6 +149,8 @@ func (ag *Agent) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		Devices:  ag.gresDevices(mine),
 		Image:    img,
 	}
+	inh, _ := ag.inherited(j.Spec.Env) // stepenv.go; the batch step drops SLURM_* variables anyway
+	inh.apply(&spec)
 	spec.Env = ag.stepEnv(&j, j.Spec.Env, envSlot{
 		masterAddr: ag.nodeAddr(j.BatchHost), masterPort: ag.masterPort(j.ID),
 		tmpDir: tmp, scratch: scratch,

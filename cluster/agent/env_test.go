@@ -3,9 +3,12 @@ package agent
 import (
 	"hpc/cluster/api"
 	"hpc/cluster/config"
+	"hpc/exec"
 	"reflect"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestExportEnv(t *testing.T) {
@@ -114,5 +117,36 @@ func TestStepEnv(t *testing.T) {
 	env = envMap(t, d.AllocEnv(j))
 	if env["SLURM_JOB_ID"] != "7" || env["SLURM_JOB_NODELIST"] != "node1" || env["SLURMD_NODENAME"] != "" || env["PATH"] != "" {
 		t.Errorf("allocation env %v", env)
+	}
+}
+
+// What tasks take from their submitter: the umask and the soft limits
+// slurm.conf propagates; the SLURM_RLIMIT_* variables never reach them.
+func TestInherited(t *testing.T) {
+	text, _ := config.Lab(2)
+	cfg, err := config.Parse(strings.NewReader(text + "PropagateResourceLimitsExcept=CPU\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(Options{Name: "node1", Socket: "/lab/node1/hpc.sock", Config: cfg})
+	in, rest := d.inherited([]string{"A=1", "SLURM_UMASK=0023", "SLURM_RLIMIT_CPU=5", "SLURM_RLIMIT_CORE=U1024",
+		"SLURM_RLIMIT_NOFILE=1016", "SLURM_RLIMIT_STACK=bad", "SLURM_RLIMIT_AS=18446744073709551615"})
+	if in.umask == nil || *in.umask != 0o023 {
+		t.Errorf("umask %v", in.umask)
+	}
+	want := []exec.Rlimit{{Resource: unix.RLIMIT_CORE, Soft: 1024}, {Resource: unix.RLIMIT_NOFILE, Soft: 1016}, {Resource: unix.RLIMIT_AS, Soft: unix.RLIM_INFINITY}}
+	if !reflect.DeepEqual(in.limits, want) {
+		t.Errorf("limits %v, want %v", in.limits, want)
+	}
+	if !reflect.DeepEqual(rest, []string{"A=1", "SLURM_UMASK=0023"}) {
+		t.Errorf("environment %q", rest)
+	}
+	var spec exec.StepSpec
+	in.apply(&spec)
+	if spec.PidEnv != "SLURM_TASK_PID" || spec.Umask != in.umask || len(spec.Rlimits) != 3 {
+		t.Errorf("spec %+v", spec)
+	}
+	if in, _ := d.inherited([]string{"SLURM_UMASK=9"}); in.umask != nil || in.limits != nil {
+		t.Errorf("nothing to inherit: %+v", in)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
+	"hpc/exec"
 )
 
 // The environment of every step, batch or srun, is built here, in one
@@ -377,4 +378,53 @@ func (ag *Agent) gresDevices(mine api.NodeAlloc) []string {
 		}
 	}
 	return out
+}
+
+// inheritance is what a step's processes take from the process that
+// submitted them, as slurmstepd's tasks do: its umask (SLURM_UMASK) and
+// its soft limits (SLURM_RLIMIT_<NAME>) of those slurm.conf propagates.
+type inheritance struct {
+	umask  *uint32
+	limits []exec.Rlimit
+}
+
+// taskPidVar holds each process's own pid.
+const taskPidVar = "SLURM_TASK_PID"
+
+// inherited reads a step's inheritance from its submitter's environment,
+// and returns that environment without the SLURM_RLIMIT_* variables,
+// which the processes never see (a batch step's drops SLURM_UMASK with
+// the other SLURM_* variables of its submitter's; an srun task keeps it).
+func (ag *Agent) inherited(env []string) (inheritance, []string) {
+	var in inheritance
+	if v, ok := lookupVar(env, "SLURM_UMASK"); ok {
+		if m, err := strconv.ParseUint(v, 8, 32); err == nil && m <= 0o777 {
+			mask := uint32(m)
+			in.umask = &mask
+		}
+	}
+	limits := map[string]string{}
+	rest := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if name, ok := strings.CutPrefix(k, "SLURM_RLIMIT_"); ok {
+			limits[name] = v
+			continue
+		}
+		rest = append(rest, kv)
+	}
+	for _, l := range ag.cfg.PropagatedLimits() {
+		// A leading U marks a limit srun --propagate names: the same here.
+		v, ok := limits[l.Name]
+		if n, err := strconv.ParseUint(strings.TrimPrefix(v, "U"), 10, 64); ok && err == nil {
+			in.limits = append(in.limits, exec.Rlimit{Resource: l.Resource, Soft: n})
+		}
+	}
+	return in, rest
+}
+
+// apply gives a step its inheritance, and each of its processes its pid
+// in SLURM_TASK_PID.
+func (in inheritance) apply(spec *exec.StepSpec) {
+	spec.Umask, spec.Rlimits, spec.PidEnv = in.umask, in.limits, taskPidVar
 }

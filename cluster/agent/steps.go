@@ -56,7 +56,8 @@ func (ag *Agent) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		end(NodeEnd{Error: fmt.Sprintf("%s: %v", ag.name, err)})
 		return
 	}
-	base := exportEnv(req.Export, req.Env)
+	inh, env := ag.inherited(req.Env) // stepenv.go
+	base := exportEnv(req.Export, env)
 	// Every task fails the same way when the command cannot be run, as
 	// slurmstepd's tasks do: the reason on stderr, errno as exit code.
 	execFailed := func(msg string) {
@@ -124,6 +125,7 @@ func (ag *Agent) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 			ts.relay.exit(api.TaskExit{Task: first + i, Node: ag.name, ExitCode: r.ExitCode, Signal: r.Signal})
 		},
 	}
+	inh.apply(&spec)
 	ag.listTaskStep(j.ID, s.ID, ts)
 	st, err := ag.exec.Launch(spec)
 	ts.step = st

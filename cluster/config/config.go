@@ -73,6 +73,9 @@ type Config struct {
 	// Raw holds every other key, spelled as written in the file, with its
 	// last value. hpc does not interpret these.
 	Raw map[string]string
+	// PropagateResourceLimits and PropagateResourceLimitsExcept are the
+	// limit names of those keys (propagate.go); nil when not given.
+	PropagateResourceLimits, PropagateResourceLimitsExcept []string
 
 	// PrivateData and AccountingStorageEnforce (access.go); none by
 	// default, as in Slurm.

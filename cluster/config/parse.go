@@ -207,6 +207,9 @@ func (p *parser) topKey(n int, kv pair) error {
 	if handled, err := p.limitKey(n, kv); handled {
 		return err
 	}
+	if handled, err := p.propagateKey(n, kv); handled {
+		return err
+	}
 	c := p.cfg
 	switch kv.lower {
 	case "nodename", "partitionname":

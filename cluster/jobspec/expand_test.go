@@ -28,3 +28,37 @@ func TestExpandPath(t *testing.T) {
 		}
 	}
 }
+
+// A step's patterns (srun's -o/-e/-i) name the step, the task and its node.
+func TestExpandStepPath(t *testing.T) {
+	j := &api.Job{ID: 42, User: "ann", Spec: api.JobSpec{Name: "train", WorkDir: "/home/ann"}, ArrayJobID: 40, ArrayTaskID: 2}
+	v := StepPath{Step: 3, Task: 5, NodeIndex: 1, Node: "node7", Dir: "/scratch"}
+	cases := map[string]string{
+		"out_%t.txt":             "/scratch/out_5.txt",
+		"%J-%s-%3s-%3t-%2n-%N":   "/scratch/42.3-3-003-005-01-node7",
+		"/o/%x.%u.%A.%a.%j":      "/o/train.ann.40.2.42",
+		"f.%%.out":               "/scratch/f.%.out",
+		"%%t":                    "/scratch/%t",
+		`lit\%t`:                 "/scratch/lit%t",
+		`/a\\b%j`:                `/a\b%j`,
+		"%15t":                   "/scratch/0000000005",
+		"plain":                  "/scratch/plain",
+		"/abs/%t/%n/%N/%u/%x/%j": "/abs/5/1/node7/ann/train/42",
+	}
+	for pat, want := range cases {
+		if got := ExpandStepPath(pat, j, v); got != want {
+			t.Errorf("%q: %q, want %q", pat, got, want)
+		}
+	}
+	for pat, want := range map[string]bool{
+		"o_%t": true, "o_%3n": true, "%N.out": true, "%u": false,
+		"o_%j": false, "%%t": false, `\%t`: false, "%": false, "%5": false, "%s.%J.%x": false,
+	} {
+		if got := Uses(pat, "tnN"); got != want {
+			t.Errorf("Uses(%q, tnN) = %v", pat, got)
+		}
+	}
+	if !Uses("in.%3J", "sJ") || Uses("in.%j", "sJ") {
+		t.Error("Uses sJ")
+	}
+}

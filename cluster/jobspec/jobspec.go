@@ -29,6 +29,7 @@ type Options struct {
 	Wait       bool     // -W/--wait
 	Parsable   bool     // --parsable
 	Help       bool     // -h/--help or --usage
+	Usage      bool     // --usage: the short form of the help
 	Version    bool     // -V/--version
 	Quiet      bool     // -Q/--quiet
 	TestOnly   bool     // --test-only

@@ -237,7 +237,7 @@ var optionTable = []option{
 		return nil
 	}},
 	{Opt{"uid", 0, RequiredArg, ""}, nil},
-	{Opt{"usage", 0, NoArg, ""}, set(func(o *Options, _ string) { o.Help = true })},
+	{Opt{"usage", 0, NoArg, ""}, set(func(o *Options, _ string) { o.Help, o.Usage = true, true })},
 	{Opt{"use-min-nodes", 0, NoArg, ""}, nil},
 	{Opt{"verbose", 'v', NoArg, ""}, set(func(o *Options, _ string) { o.Verbose++ })},
 	{Opt{"version", 'V', NoArg, ""}, set(func(o *Options, _ string) { o.Version = true })},
