@@ -60,6 +60,9 @@ type runOpts struct {
 	taskProlog, taskEpilog string
 	// bell is salloc's --bell ("bell") or --no-bell ("no-bell").
 	bell string
+	// killBadExit is -K/--kill-on-bad-exit[=1] (or SLURM_KILL_BAD_EXIT=1):
+	// the step ends as soon as one task fails.
+	killBadExit bool
 	// notices are options accepted without effect, said with -v.
 	notices []string
 }
@@ -206,6 +209,8 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 			o.taskEpilog = val
 		case "bell", "no-bell":
 			o.bell = opt.Long
+		case "kill-on-bad-exit":
+			o.killBadExit = !has || val != "0"
 		case "multi-prog":
 			o.multiProg = true
 		case "pty", "input", "output", "error":
@@ -530,6 +535,7 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 
 	var lab *labeller
 	var exits []api.TaskExit
+	killing := false
 	var final *api.StepDone
 	err := cl.RunStep(ctx, req, func(ev *api.StepEvent) error {
 		switch {
@@ -564,6 +570,10 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 				if o.verbose > 0 && lab != nil {
 					con.printf("%s", exitLines(prog, jobID, step.ID, ev.Exit))
 				}
+				if badExit(e, o, ev.Exit) && !killing && step != nil {
+					killing = true
+					killStep(ctx, cl, jobID, step.ID)
+				}
 			}
 		case ev.Done != nil:
 			final = ev.Done
@@ -596,6 +606,24 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 		rc = max(rc, 1)
 	}
 	return rc, final
+}
+
+// badExit reports whether a task's end ends its step: -K/--kill-on-bad-exit
+// (or SLURM_KILL_BAD_EXIT=1) and a task that exited non-zero or was
+// signalled.
+func badExit(e *Env, o *runOpts, x *api.TaskExit) bool {
+	kill := o.killBadExit || e.Getenv("SLURM_KILL_BAD_EXIT") == "1"
+	return kill && (x.ExitCode != 0 || x.Signal != 0)
+}
+
+// killStep ends a step whose task failed, as srun -K does: the other
+// tasks are killed (quietly: their ends are reported as any others).
+func killStep(ctx context.Context, cl *api.Client, jobID uint64, stepID uint32) {
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = cl.SignalStep(sctx, jobID, stepID, int(syscall.SIGKILL))
+	}()
 }
 
 // newStepRequest is the step srun asks for in job jobID: its command,

@@ -287,3 +287,19 @@ func TestSbatchVerbose(t *testing.T) {
 		t.Errorf("submitted %+v", s)
 	}
 }
+
+// -K/--kill-on-bad-exit: a task that fails ends its step (only then).
+func TestBadExit(t *testing.T) {
+	e := &Env{}
+	on := &runOpts{killBadExit: true}
+	if !badExit(e, on, &api.TaskExit{ExitCode: 2}) || !badExit(e, on, &api.TaskExit{Signal: 9}) {
+		t.Error("a failed task does not end a -K step")
+	}
+	if badExit(e, on, &api.TaskExit{}) || badExit(e, &runOpts{}, &api.TaskExit{ExitCode: 2}) {
+		t.Error("a step ended without -K or a failure")
+	}
+	e.Environ = []string{"SLURM_KILL_BAD_EXIT=1"}
+	if !badExit(e, &runOpts{}, &api.TaskExit{ExitCode: 1}) {
+		t.Error("SLURM_KILL_BAD_EXIT=1 ignored")
+	}
+}
