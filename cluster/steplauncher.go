@@ -90,13 +90,31 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 		d.signalStep(kctx, s.Nodes, api.StepSignalRequest{JobID: j.ID, StepID: s.ID, Signal: int(syscall.SIGKILL)})
 		kcancel()
 	}()
+	// srun -K: the first task that fails has the step killed on every
+	// node, as Slurm's srun does on the first abnormal exit.
+	var onExit func(api.TaskExit)
+	if req.KillOnBadExit {
+		var once sync.Once
+		onExit = func(x api.TaskExit) {
+			if x.ExitCode == 0 && x.Signal == 0 {
+				return
+			}
+			once.Do(func() {
+				go func() {
+					kctx, kcancel := context.WithTimeout(nctx, 10*time.Second)
+					defer kcancel()
+					d.signalStep(kctx, s.Nodes, api.StepSignalRequest{JobID: j.ID, StepID: s.ID, Signal: int(syscall.SIGKILL)})
+				}()
+			})
+		}
+	}
 	var wg sync.WaitGroup
 	for i, node := range s.Nodes {
 		wg.Go(func() {
 			lr := agent.StepLaunchRequest{Job: *j, Step: s, Node: i, Argv: req.Argv, Env: req.Env,
 				Export: req.Export, WorkDir: req.WorkDir, MasterPort: port,
 				Input: req.Input, Pty: req.Pty, Rows: req.Rows, Cols: req.Cols}
-			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out, req.Attach)
+			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out, req.Attach, onExit)
 		})
 	}
 	wg.Wait()
@@ -151,7 +169,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 // out until the node reports its end. If the node's stream breaks (its
 // daemon was restarted), it attaches to the step again, as long as the
 // node keeps the step waiting for it (stepAttachWait).
-func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunchRequest, out *peer.NDJSON, attach bool) ([]api.TaskExit, agent.NodeEnd) {
+func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunchRequest, out *peer.NDJSON, attach bool, onExit func(api.TaskExit)) ([]api.TaskExit, agent.NodeEnd) {
 	failed := func(err error) agent.NodeEnd {
 		return agent.NodeEnd{Error: fmt.Sprintf("Task launch for StepId=%d.%d failed on node %s: %v", lr.Job.ID, lr.Step.ID, node, err)}
 	}
@@ -207,7 +225,7 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunch
 			continue
 		}
 		deadline = time.Time{}
-		end, err := d.relayNode(resp.Body, exits, out)
+		end, err := d.relayNode(resp.Body, exits, out, onExit)
 		resp.Body.Close()
 		if end != nil {
 			// Task ends go to srun with the node's end: on a node where
@@ -236,7 +254,7 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunch
 
 // relayNode reads a node's stream of a step: output goes on to out, task
 // ends into exits, until the node's end (returned) or the stream's.
-func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *peer.NDJSON) (*agent.NodeEnd, error) {
+func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *peer.NDJSON, onExit func(api.TaskExit)) (*agent.NodeEnd, error) {
 	dec := json.NewDecoder(body)
 	for {
 		var f agent.TaskFrame
@@ -251,6 +269,9 @@ func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *peer
 			return f.End, nil
 		case f.Exit != nil:
 			exits[f.Exit.Task] = *f.Exit
+			if onExit != nil {
+				onExit(*f.Exit)
+			}
 		case f.Stream != 0:
 			_ = out.Send(api.StepEvent{Task: f.Task, Stream: f.Stream, Data: f.Data})
 		}

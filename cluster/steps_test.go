@@ -251,3 +251,37 @@ func TestOvercommitOneNode(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// srun -K: the first task that fails has its launcher kill the step, so
+// a sibling that would run on is cut short.
+func TestKillOnBadExit(t *testing.T) {
+	_, cl := startOne(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id, err := cl.Submit(ctx, api.JobSpec{Name: "alloc", Script: api.HolderScript, WorkDir: t.TempDir(), NTasks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.WaitAllocation(ctx, id, nil); err != nil {
+		t.Fatal(err)
+	}
+	var exits []api.TaskExit
+	err = cl.RunStep(ctx, api.StepRequest{JobID: id, KillOnBadExit: true, Env: []string{"PATH=/usr/bin:/bin"},
+		Argv: []string{"sh", "-c", `if [ "$SLURM_PROCID" = 1 ]; then exit 3; fi; sleep 30; echo survived`}},
+		func(ev *api.StepEvent) error {
+			if ev.Exit != nil {
+				exits = append(exits, *ev.Exit)
+			}
+			if ev.Stream != 0 && strings.Contains(string(ev.Data), "survived") {
+				t.Error("a sibling of the failed task ran on")
+			}
+			return nil
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(exits, func(a, b api.TaskExit) int { return a.Task - b.Task })
+	if len(exits) != 2 || exits[1].ExitCode != 3 || exits[0].Signal == 0 {
+		t.Errorf("task ends %+v: want task 1 exit 3 and task 0 killed", exits)
+	}
+}

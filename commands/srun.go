@@ -535,7 +535,6 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 
 	var lab *labeller
 	var exits []api.TaskExit
-	killing := false
 	var final *api.StepDone
 	err := cl.RunStep(ctx, req, func(ev *api.StepEvent) error {
 		switch {
@@ -569,10 +568,6 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 				exits = append(exits, *ev.Exit)
 				if o.verbose > 0 && lab != nil {
 					con.printf("%s", exitLines(prog, jobID, step.ID, ev.Exit))
-				}
-				if badExit(e, o, ev.Exit) && !killing && step != nil {
-					killing = true
-					killStep(ctx, cl, jobID, step.ID)
 				}
 			}
 		case ev.Done != nil:
@@ -608,22 +603,10 @@ func runStep(e *Env, prog string, con *console, cl *api.Client, o *runOpts, jobI
 	return rc, final
 }
 
-// badExit reports whether a task's end ends its step: -K/--kill-on-bad-exit
-// (or SLURM_KILL_BAD_EXIT=1) and a task that exited non-zero or was
-// signalled.
-func badExit(e *Env, o *runOpts, x *api.TaskExit) bool {
-	kill := o.killBadExit || e.Getenv("SLURM_KILL_BAD_EXIT") == "1"
-	return kill && (x.ExitCode != 0 || x.Signal != 0)
-}
-
-// killStep ends a step whose task failed, as srun -K does: the other
-// tasks are killed (quietly: their ends are reported as any others).
-func killStep(ctx context.Context, cl *api.Client, jobID uint64, stepID uint32) {
-	go func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = cl.SignalStep(sctx, jobID, stepID, int(syscall.SIGKILL))
-	}()
+// killOnBadExit is -K/--kill-on-bad-exit[=1] or SLURM_KILL_BAD_EXIT=1:
+// the step's launcher kills it when a task fails.
+func killOnBadExit(e *Env, o *runOpts) bool {
+	return o.killBadExit || e.Getenv("SLURM_KILL_BAD_EXIT") == "1"
 }
 
 // newStepRequest is the step srun asks for in job jobID: its command,
@@ -643,6 +626,7 @@ func newStepRequest(e *Env, o *runOpts, jobID uint64) api.StepRequest {
 	}
 	// -O, or SLURM_OVERCOMMIT (which Slurm sets in an -O job).
 	req.Overcommit = o.spec.Overcommit || e.Getenv("SLURM_OVERCOMMIT") != ""
+	req.KillOnBadExit = killOnBadExit(e, o)
 	if o.set["nodes"] {
 		req.Nodes = o.spec.Nodes
 	}

@@ -288,18 +288,18 @@ func TestSbatchVerbose(t *testing.T) {
 	}
 }
 
-// -K/--kill-on-bad-exit: a task that fails ends its step (only then).
-func TestBadExit(t *testing.T) {
+// -K/--kill-on-bad-exit, or SLURM_KILL_BAD_EXIT=1, asks the launcher to
+// end the step when a task fails.
+func TestKillOnBadExitRequest(t *testing.T) {
 	e := &Env{}
-	on := &runOpts{killBadExit: true}
-	if !badExit(e, on, &api.TaskExit{ExitCode: 2}) || !badExit(e, on, &api.TaskExit{Signal: 9}) {
-		t.Error("a failed task does not end a -K step")
-	}
-	if badExit(e, on, &api.TaskExit{}) || badExit(e, &runOpts{}, &api.TaskExit{ExitCode: 2}) {
-		t.Error("a step ended without -K or a failure")
+	if killOnBadExit(e, &runOpts{}) || !killOnBadExit(e, &runOpts{killBadExit: true}) {
+		t.Error("-K not in the request")
 	}
 	e.Environ = []string{"SLURM_KILL_BAD_EXIT=1"}
-	if !badExit(e, &runOpts{}, &api.TaskExit{ExitCode: 1}) {
+	if !killOnBadExit(e, &runOpts{}) {
 		t.Error("SLURM_KILL_BAD_EXIT=1 ignored")
+	}
+	if req := newStepRequest(e, &runOpts{set: map[string]bool{}}, 7); !req.KillOnBadExit {
+		t.Error("the step request does not carry it")
 	}
 }

@@ -908,6 +908,9 @@ type StepRequest struct {
 	// already, after its node's daemon was restarted under it.
 	Attach bool   `json:"attach,omitempty"`
 	StepID uint32 `json:"step_id,omitempty"`
+	// KillOnBadExit is srun -K: the step is killed as soon as one of its
+	// tasks fails (exits non-zero or is signalled).
+	KillOnBadExit bool `json:"kill_on_bad_exit,omitempty"`
 }
 
 // StepInput carries a piece of srun's standard input to its step's tasks
