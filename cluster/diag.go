@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
@@ -219,7 +218,7 @@ func (d *Daemon) handleDiagReset(w http.ResponseWriter, r *http.Request, id peer
 		return
 	}
 	d.diag.reset(time.Now())
-	_ = json.NewEncoder(w).Encode(struct{}{})
+	peer.WriteJSON(w, struct{}{})
 }
 
 // counted wraps a leader handler so that the request is counted.

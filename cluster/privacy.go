@@ -126,8 +126,6 @@ func (d *Daemon) handleJobScript(w http.ResponseWriter, r *http.Request, id peer
 }
 
 // mayActOn reports whether the caller may act on job j (cancel, signal,
-// hold, release, requeue, update): its owner, root, a node, or an sacctmgr
-// Operator/Administrator, as Slurm's authorization goes.
-func (d *Daemon) mayActOn(id peer.Identity, j *api.Job) bool {
-	return (!id.Node && id.UID == j.UID) || d.viewer(id).operator
-}
+// hold, release, requeue, update): its owner, or root, a node, or an
+// sacctmgr Operator/Administrator, as Slurm's authorization goes.
+func (v jobViewer) mayActOn(j *api.Job) bool { return v.owns(j) || v.operator }

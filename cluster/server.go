@@ -381,6 +381,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Id
 		}
 	})
 	sort.Slice(tasks, func(a, b int) bool { return tasks[a] < tasks[b] })
+	v := d.viewer(id)
 	for _, jid := range append(append([]uint64(nil), req.JobIDs...), tasks...) {
 		res := api.CancelResult{JobID: jid}
 		j, _ := d.fsm.Job(jid)
@@ -389,7 +390,7 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Id
 			res.Error = api.ErrInvalidJobID
 		case j.State.Final():
 			res.Error = api.ErrAlreadyDone
-		case !d.mayActOn(id, j):
+		case !v.mayActOn(j):
 			res.Error = api.ErrAccessDenied
 		case req.Signal != 0:
 			// scancel --signal: deliver the signal, cancel nothing.
@@ -633,6 +634,7 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id pee
 		return
 	}
 	var out api.JobControlResponse
+	v := d.viewer(id)
 	for _, jid := range req.JobIDs {
 		res := api.CancelResult{JobID: jid}
 		j, _ := d.fsm.Job(jid)
@@ -640,7 +642,7 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id pee
 		switch req.Action {
 		case "hold", "uhold":
 			hold := "user"
-			if req.Action == "hold" && d.viewer(id).operator {
+			if req.Action == "hold" && v.operator {
 				hold = "admin"
 			}
 			op = &fsm.Hold{JobIDs: []uint64{jid}, Hold: hold}
@@ -655,9 +657,9 @@ func (d *Daemon) handleJobControl(w http.ResponseWriter, r *http.Request, id pee
 		switch {
 		case j == nil:
 			res.Error = api.ErrInvalidJobID
-		case !d.mayActOn(id, j):
+		case !v.mayActOn(j):
 			res.Error = api.ErrAccessDenied
-		case req.Action == "release" && j.Hold == "admin" && !d.viewer(id).operator:
+		case req.Action == "release" && j.Hold == "admin" && !v.operator:
 			res.Error = api.ErrAccessDenied
 		case req.Action == "requeue" && j.State != api.StateRunning:
 			res.Error = api.ErrJobNotPendingOrRun

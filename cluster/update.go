@@ -42,10 +42,11 @@ func (d *Daemon) updateJob(id peer.Identity, req api.UpdateRequest) error {
 	if j == nil {
 		return &api.Error{Message: api.ErrInvalidJobID}
 	}
-	if !d.mayActOn(id, j) {
+	v := d.viewer(id)
+	if !v.mayActOn(j) {
 		return &api.Error{Message: api.ErrAccessDenied}
 	}
-	privileged := d.viewer(id).operator
+	privileged := v.operator
 	var u fsm.JobUpdate
 	spec := j.Spec
 	for k, v := range req.Set {

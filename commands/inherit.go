@@ -25,7 +25,7 @@ func withInheritance(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	if !hasEnv(env, "SLURM_UMASK") {
+	if _, ok := (&Env{Environ: env}).LookupEnv("SLURM_UMASK"); !ok {
 		mask := syscall.Umask(0)
 		syscall.Umask(mask)
 		out = append(out, fmt.Sprintf("SLURM_UMASK=%04o", mask))
@@ -60,13 +60,4 @@ func callerNofile(now unix.Rlimit) uint64 {
 		return n
 	}
 	return now.Cur
-}
-
-func hasEnv(env []string, key string) bool {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, key+"=") {
-			return true
-		}
-	}
-	return false
 }

@@ -1137,11 +1137,11 @@ func TestNotRoot(t *testing.T) {
 // --- benchmark --------------------------------------------------------------
 
 func BenchmarkLaunchTrue(b *testing.B) {
-	run := func(b *testing.B, e *Executor) {
+	run := func(b *testing.B, e *Executor, pidEnv string) {
 		var times []time.Duration
 		for i := 0; b.Loop(); i++ {
 			t0 := time.Now()
-			s, err := e.Launch(StepSpec{ID: strconv.Itoa(i) + ".batch", Argv: []string{"/bin/true"}, Env: env})
+			s, err := e.Launch(StepSpec{ID: strconv.Itoa(i) + ".batch", Argv: []string{"/bin/true"}, Env: env, PidEnv: pidEnv})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -1152,8 +1152,12 @@ func BenchmarkLaunchTrue(b *testing.B) {
 		}
 		reportMedian(b, times)
 	}
-	b.Run("container", func(b *testing.B) { run(b, newContainerExecutor(b, "benchnode")) })
-	b.Run("plain", func(b *testing.B) { run(b, newPlainExecutor(b, "benchnode")) })
+	b.Run("container", func(b *testing.B) { run(b, newContainerExecutor(b, "benchnode"), "") })
+	b.Run("plain", func(b *testing.B) { run(b, newPlainExecutor(b, "benchnode"), "") })
+	// As the agent launches every step: each task starts through the
+	// task-setup wrapper (SLURM_TASK_PID, umask, limits; taskexec.go).
+	b.Run("container-tasksetup", func(b *testing.B) { run(b, newContainerExecutor(b, "benchnode"), "SLURM_TASK_PID") })
+	b.Run("plain-tasksetup", func(b *testing.B) { run(b, newPlainExecutor(b, "benchnode"), "SLURM_TASK_PID") })
 }
 
 // reportMedian adds the median time of a step to a benchmark's figures

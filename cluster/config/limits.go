@@ -70,13 +70,7 @@ func (c *Config) MaxScriptSize() int {
 // rl_refill_rate=, or the defaults.
 func (c *Config) SubmitRate() (burst, perSecond int) {
 	burst, perSecond = DefaultSubmitBurst, DefaultSubmitRate
-	params := ""
-	for k, v := range c.Raw {
-		if strings.EqualFold(k, "SlurmctldParameters") {
-			params = v
-		}
-	}
-	for _, item := range strings.Split(params, ",") {
+	for _, item := range strings.Split(c.RawValue("SlurmctldParameters"), ",") {
 		k, v, _ := strings.Cut(strings.TrimSpace(item), "=")
 		n, err := nonNegInt(v)
 		switch {

@@ -21,16 +21,25 @@ type Storage struct {
 // <root>/scratch and <root>/project.
 func (c *Config) Storage(root string) Storage {
 	get := func(key, def string) string {
-		for k, v := range c.Raw {
-			if strings.EqualFold(k, key) && strings.TrimSpace(v) != "" {
-				v = strings.TrimSpace(v)
-				if !filepath.IsAbs(v) {
-					v = filepath.Join(root, v)
-				}
-				return filepath.Clean(v)
-			}
+		v := strings.TrimSpace(c.RawValue(key))
+		if v == "" {
+			return filepath.Join(root, def)
 		}
-		return filepath.Join(root, def)
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(root, v)
+		}
+		return filepath.Clean(v)
 	}
 	return Storage{Home: get("HpcHomeDir", "home"), Scratch: get("HpcScratchDir", "scratch"), Project: get("HpcProjectDir", "project")}
+}
+
+// RawValue is the value of a slurm.conf key hpc keeps but does not
+// interpret (Raw), the key's case ignored as Slurm ignores it; "" if unset.
+func (c *Config) RawValue(key string) string {
+	for k, v := range c.Raw {
+		if strings.EqualFold(k, key) {
+			return v
+		}
+	}
+	return ""
 }
