@@ -327,6 +327,12 @@ func TestParity(t *testing.T) {
 	// the README.
 	envDump := `env | grep -E "^SLURM|^MASTER|^WORLD" | sort`
 	p.run("", "sbatch", "--wait", "-o", filepath.Join(p.work, "env_default.out"), "--wrap", envDump) // job 3
+	// The capture's jobs 4-7 had node1 free again (jobs 1 and 2, `true`,
+	// had ended): so must hpc's, or where they land depends on the load.
+	waitFor(t, parityWait, "jobs 1 and 2 to end", func() (bool, string) {
+		out := p.run("", "squeue", "-h", "-j", "1,2").stdout
+		return out == "", "\n" + out
+	})
 	p.run("", "sbatch", "--wait", "-J", "envdump", "-N2", "-n4", "-o", filepath.Join(p.work, "env_n4.out"), "--wrap", envDump)
 	p.run("", "sbatch", "--wait", "-J", "stepdump", "-N2", "-n4", "-o", filepath.Join(p.work, "step_n4.out"), "--wrap",
 		`srun -l bash -c "echo SLURM_PROCID=\$SLURM_PROCID SLURM_LOCALID=\$SLURM_LOCALID SLURM_NODEID=\$SLURM_NODEID SLURMD_NODENAME=\$SLURMD_NODENAME SLURM_STEP_ID=\$SLURM_STEP_ID" | sort`)
