@@ -23,8 +23,9 @@ var squeueOpts = opts(
 
 // squeueParams is a parsed squeue command line.
 type squeueParams struct {
-	jobs      []uint64 // -j
+	jobs      []jobRef // -j
 	jobFlag   bool
+	array     bool     // -r: one line per array task
 	steps     []string // -s 12.0,13.batch
 	stepFlag  bool
 	users     map[uint32]bool
@@ -110,9 +111,11 @@ func (p *squeueParams) option(e *Env, prog string) func(o *jobspec.Opt, val stri
 		switch o.ID() {
 		case "A":
 			p.accounts = lowerSet(val)
-		case "a", "r", "array-unique", "federation", "hide", "local", "noconvert", "P", "sibling", "v":
-			// Hidden partitions, job arrays and federations do not exist in
-			// hpc: nothing to change.
+		case "r":
+			p.array = true
+		case "a", "array-unique", "federation", "hide", "local", "noconvert", "P", "sibling", "v":
+			// Hidden partitions and federations do not exist in hpc: nothing
+			// to change.
 		case "O":
 			if p.format != "" {
 				return fail("-O (--Format) is incompatible with -o (--format)")
@@ -138,7 +141,7 @@ func (p *squeueParams) option(e *Env, prog string) func(o *jobspec.Opt, val stri
 		case "j":
 			p.jobFlag = true
 			if has {
-				if p.jobs, err = parseJobList(val); err != nil {
+				if p.jobs, err = parseJobRefs(val); err != nil {
 					return fail("%v", err)
 				}
 			}
@@ -204,7 +207,7 @@ func (p *squeueParams) operands(e *Env, prog string, rest []string) bool {
 	var err error
 	switch {
 	case p.jobFlag && p.jobs == nil:
-		if p.jobs, err = parseJobList(rest[0]); err != nil {
+		if p.jobs, err = parseJobRefs(rest[0]); err != nil {
 			e.errorf(prog, "%v", err)
 			return false
 		}
@@ -340,7 +343,10 @@ func (p *squeueParams) show(e *Env, prog string) int {
 	}
 	// squeue -j with one id asks the controller for that job only, and
 	// the controller refuses an id it does not know.
-	if len(p.jobs) == 1 && !hasJob(jobs, p.jobs[0]) {
+	if !p.array {
+		jobs = format.CollapseArrays(jobs)
+	}
+	if len(p.jobs) == 1 && !hasRef(jobs, p.jobs[0]) {
 		fmt.Fprintf(e.Stderr, "%s: %s\n", load, api.ErrInvalidJobID)
 		return 1
 	}
@@ -357,8 +363,13 @@ func (p *squeueParams) show(e *Env, prog string) int {
 }
 
 func hasJob(jobs []api.Job, id uint64) bool {
+	return hasRef(jobs, jobRef{id: id, task: -1})
+}
+
+// hasRef reports whether a job of jobs is one ref names.
+func hasRef(jobs []api.Job, ref jobRef) bool {
 	for _, j := range jobs {
-		if j.ID == id {
+		if ref.matches(j) {
 			return true
 		}
 	}
@@ -367,7 +378,7 @@ func hasJob(jobs []api.Job, id uint64) bool {
 
 // match is squeue's job filter.
 func (p *squeueParams) match(j api.Job) bool {
-	if p.jobs != nil && !containsID(p.jobs, j.ID) {
+	if p.jobs != nil && !anyRef(p.jobs, j) {
 		return false
 	}
 	if p.licenses || p.resv {
@@ -414,7 +425,7 @@ func (p *squeueParams) filterSteps(jobs []api.Job) []format.Step {
 		if p.steps != nil && !containsString(p.steps, s.StepID()) {
 			continue
 		}
-		if p.jobs != nil && !containsID(p.jobs, s.JobID) {
+		if p.jobs != nil && !anyRefID(p.jobs, s.JobID) {
 			continue
 		}
 		if p.users != nil && !p.users[s.UID] {
@@ -493,20 +504,74 @@ func userSet(e *Env, prog, val string) map[uint32]bool {
 	return m
 }
 
-// parseJobList reads -j's "5,6" (array task ids "5_2" name job 5 here:
-// hpc has no arrays yet).
-func parseJobList(s string) ([]uint64, error) {
-	ids := []uint64{}
+// jobRef is a job named on a command line: 12 (a job, or all the tasks of
+// array 12) or 12_3 (a task of array 12).
+type jobRef struct {
+	id   uint64
+	task int // -1: no task named
+}
+
+// matches reports whether j (a job, a task or an array's record) is one
+// the reference names.
+func (r jobRef) matches(j api.Job) bool {
+	if r.task < 0 {
+		return j.ID == r.id || j.ArrayJobID == r.id
+	}
+	return j.ArrayJobID == r.id && format.ArrayTaskMatch(j, r.task)
+}
+
+func anyRef(refs []jobRef, j api.Job) bool {
+	for _, r := range refs {
+		if r.matches(j) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyRefID is anyRef for a step's job, known by its id only.
+func anyRefID(refs []jobRef, id uint64) bool {
+	for _, r := range refs {
+		if r.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// parseJobRefs reads -j's "5,6,7_2".
+func parseJobRefs(s string) ([]jobRef, error) {
+	refs := []jobRef{}
 	for _, item := range strings.Split(s, ",") {
 		if item == "" {
 			continue
 		}
-		base, _, _ := strings.Cut(item, "_")
+		base, task, isTask := strings.Cut(item, "_")
 		id, err := strconv.ParseUint(leadingDigits(base), 10, 64)
 		if err != nil || id == 0 {
 			return nil, fmt.Errorf("Invalid job id: %s", item)
 		}
-		ids = append(ids, id)
+		r := jobRef{id: id, task: -1}
+		if isTask {
+			if r.task, err = strconv.Atoi(task); err != nil || r.task < 0 {
+				return nil, fmt.Errorf("Invalid job id: %s", item)
+			}
+		}
+		refs = append(refs, r)
+	}
+	return refs, nil
+}
+
+// parseJobList reads a list of job ids ("5,6"); an array task ("5_2")
+// names its array's id.
+func parseJobList(s string) ([]uint64, error) {
+	refs, err := parseJobRefs(s)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint64, len(refs))
+	for i, r := range refs {
+		ids[i] = r.id
 	}
 	return ids, nil
 }
