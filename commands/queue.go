@@ -48,6 +48,7 @@ type squeueParams struct {
 	// anyState shows the jobs named by -j in every state (the hpc queue
 	// verb: a friendlier squeue that still finds jobs that have ended).
 	anyState bool
+	given    givenOpts // the options as given, for -v
 }
 
 // squeueMain is squeue.
@@ -79,6 +80,9 @@ func squeueRun(e *Env, prog string, args []string, anyState bool) int {
 		p.jobFlag = false // steps of the jobs named
 	}
 	p.fromEnv(e, prog)
+	if p.given.count["v"] > 0 {
+		p.dump(e).write(e.Stdout)
+	}
 	p.startDefaults()
 	if !p.stepFlag {
 		notes, err := format.CheckSqueueSort(p.sort)
@@ -108,6 +112,7 @@ func (p *squeueParams) option(e *Env, prog string) func(o *jobspec.Opt, val stri
 	}
 	return func(o *jobspec.Opt, val string, has bool) error {
 		var err error
+		p.given.note(o.ID(), val) // for -v
 		switch o.ID() {
 		case "A":
 			p.accounts = lowerSet(val)
@@ -319,6 +324,9 @@ func (p *squeueParams) setStates(val string) error {
 
 // show loads the jobs and prints them (or their steps) once.
 func (p *squeueParams) show(e *Env, prog string) int {
+	if (p.given.count["v"] > 0 || p.iterate > 0) && !p.noHeader && !p.long {
+		fmt.Fprintln(e.Stdout, format.CTime(e.Now()))
+	}
 	cl, ctx, cancel, err := connect(e)
 	var jobs []api.Job
 	if err == nil {
@@ -335,6 +343,10 @@ func (p *squeueParams) show(e *Env, prog string) int {
 		return 1
 	}
 	now := e.Now()
+	if p.given.count["v"] > 0 {
+		// What Slurm's squeue prints of the answer it got.
+		fmt.Fprintf(e.Stdout, "last_update_time=%d records=%d\n", now.Unix(), len(jobs))
+	}
 	if p.stepFlag {
 		fmt.Fprint(e.Stdout, format.SqueueSteps(p.filterSteps(jobs), now, format.SqueueOptions{
 			Format: p.format, LongFormat: p.formatO, Long: p.long, NoHeader: p.noHeader, Sort: p.sort,

@@ -1,8 +1,11 @@
 package commands
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"hpc/cluster/api"
 )
@@ -159,5 +162,69 @@ func TestSqueueErrors(t *testing.T) {
 	}
 	if stdout, _, code := run(e, out, errb, "squeue", "--help"); code != 0 || !strings.HasPrefix(stdout, "Usage: squeue [OPTIONS]") {
 		t.Errorf("--help: %d %q", code, stdout)
+	}
+}
+
+// An array's tasks that have not started are one line (40_[1,3%2]) until
+// they start; -r lists them one per line; -j names a task as A_T.
+func TestSqueueArrays(t *testing.T) {
+	f, e, out, errb := newFake(t)
+	f.jobs = nil
+	for i, id := range []uint64{40, 41, 42, 43} {
+		j := pendingFor(refJob(id, "arr", "debug"), "Priority")
+		j.ArrayJobID, j.ArrayTaskID = 40, i+1
+		j.Spec.Array = "1-4%2"
+		f.jobs = append(f.jobs, j)
+	}
+	f.jobs[1] = runningOn(f.jobs[1], "node1")
+	f.jobs[3].State = api.StateCancelled
+	f.jobs = append(f.jobs, pendingFor(refJob(50, "plain", "debug"), "Priority"))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-h", "-o", "%i %A %F %K %T"}, "40_[1,3%2] 40 40 1,3%2 PENDING\n50 50 50 N/A PENDING\n40_2 41 40 2 RUNNING\n"},
+		{[]string{"-h", "-r", "-o", "%i %A"}, "40_1 40\n40_3 42\n50 50\n40_2 41\n"},
+		{[]string{"-h", "-j", "40_3", "-o", "%i"}, "40_[1,3%2]\n"},
+		{[]string{"-h", "-j", "40_2", "-o", "%i"}, "40_2\n"},
+		{[]string{"-h", "-j", "40", "-o", "%i"}, "40_[1,3%2]\n40_2\n"},
+		{[]string{"-h", "-r", "-j", "40_3", "-o", "%i"}, "40_3\n"},
+	} {
+		stdout, stderr, code := run(e, out, errb, append([]string{"squeue"}, c.args...)...)
+		if stdout != c.want || stderr != "" || code != 0 {
+			t.Errorf("squeue %v: %d %q (want %q) %q", c.args, code, stdout, c.want, stderr)
+		}
+	}
+	if _, stderr, code := run(e, out, errb, "squeue", "-j", "40_4"); code != 1 || stderr != "slurm_load_jobs error: Invalid job id specified\n" {
+		t.Errorf("squeue -j 40_4 (cancelled before it started): %d %q", code, stderr)
+	}
+}
+
+// squeue -v prints its options as Slurm's does, the date, and what it
+// loaded, before the queue.
+func TestSqueueVerbose(t *testing.T) {
+	f, e, out, errb := newFake(t)
+	stdout, stderr, code := run(e, out, errb, "squeue", "-v", "-p", "debug", "-t", "PD,R", "-w", "node2,node1", "--me", "-j", "5,6_2")
+	if code != 0 || stderr != "" {
+		t.Fatalf("squeue -v: %d %q", code, stderr)
+	}
+	want := "-----------------------------\nall         = false\narray       = false\nfederation  = false\n" +
+		"format      = (null)\niterate     = 0\njob_flag    = 1\njobs        = 5,6_2\nlicenses    = (null)\n" +
+		"local       = false\nnames       = (null)\nnodes       = node[1-2]\npartitions  = debug\n" +
+		"priority    = false\nreservation = (null)\nsibling      = false\nsort        = (null)\n" +
+		"start_flag  = 0\nstates      = PD,R\nstep_flag   = 0\nsteps       = (null)\nusers       = " + strconv.Itoa(e.UID) + "\n" +
+		"verbose     = 1\n-----------------------------\n\n\n"
+	if !strings.HasPrefix(stdout, want) {
+		t.Fatalf("squeue -v printed\n%s\nwant it to begin with\n%s", stdout, want)
+	}
+	rest := strings.SplitN(stdout[len(want):], "\n", 3)
+	if _, err := time.Parse("Mon Jan _2 15:04:05 2006", rest[0]); err != nil {
+		t.Errorf("date line %q: %v", rest[0], err)
+	}
+	if want := fmt.Sprintf("records=%d", len(f.jobs)); !strings.HasPrefix(rest[1], "last_update_time=") || !strings.HasSuffix(rest[1], want) {
+		t.Errorf("loaded line %q, want last_update_time=... %s", rest[1], want)
+	}
+	if !strings.HasPrefix(rest[2], "             JOBID PARTITION") {
+		t.Errorf("queue after the dump: %q", rest[2])
 	}
 }
