@@ -34,7 +34,7 @@ var allowedImports = map[string][]string{
 		"hpc/cluster/peer", "hpc/exec"},
 	"hpc/cluster": {"hpc/accounting", "hpc/cluster/acct", "hpc/cluster/agent", "hpc/cluster/api", "hpc/cluster/config",
 		"hpc/cluster/fsm", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/peer", "hpc/exec", "hpc/sched"},
-	"hpc/commands/format": {"hpc/cluster/api", "hpc/cluster/hostlist"},
+	"hpc/commands/format": {"hpc/cluster/api", "hpc/cluster/hostlist", "hpc/cluster/jobspec"},
 	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
 		"hpc/commands/format", "hpc/internal/words"},
 	"hpc/internal/testrootfs": {},

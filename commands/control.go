@@ -500,6 +500,7 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 	if !ok {
 		return
 	}
+	jobs = format.CollapseArrays(jobs) // an array's pending tasks are one record
 	if hasVal && !hasJob(jobs, id) && !hasArray(jobs, id) {
 		s.loadErr("slurm_load_jobs error", &api.Error{Message: api.ErrInvalidJobID})
 		return
@@ -549,7 +550,8 @@ func arrayMember(j api.Job, id uint64, task string) bool {
 	case j.ArrayJobID == 0:
 		return false
 	}
-	return strconv.Itoa(j.ArrayTaskID) == task
+	n, err := strconv.Atoi(task)
+	return err == nil && format.ArrayTaskMatch(j, n)
 }
 
 // loadJobs gets the job list, reporting a failure as scontrol does.

@@ -264,11 +264,18 @@ func TestScontrolCompleting(t *testing.T) {
 
 func TestScontrolShowArrayJob(t *testing.T) {
 	f, e, out, errb := newFake(t)
-	for i, id := range []uint64{40, 41, 42} {
+	base := len(f.jobs)
+	for i, id := range []uint64{40, 41, 42, 43} {
 		j := pendingFor(refJob(id, "arr", "debug"), "Priority")
 		j.ArrayJobID, j.ArrayTaskID = 40, i+1
+		j.Spec.Array = "1-4%2"
 		f.jobs = append(f.jobs, j)
 	}
+	// Task 2 has started: a record of its own. Task 4 was cancelled before
+	// it started: Slurm only drops it from the array's record.
+	started, cancelled := &f.jobs[base+1], &f.jobs[base+3]
+	started.State, started.StartTime = api.StateRunning, started.SubmitTime.Add(time.Second)
+	cancelled.State, cancelled.EndTime = api.StateCancelled, cancelled.SubmitTime.Add(time.Second)
 	first := func(s string) []string {
 		var ids []string
 		for _, line := range strings.Split(s, "\n") {
@@ -283,10 +290,12 @@ func TestScontrolShowArrayJob(t *testing.T) {
 		ids  []string
 		code int
 	}{
-		{"40", []string{"JobId=40", "JobId=41", "JobId=42"}, 0},
-		{"40_3", []string{"JobId=42"}, 0},
+		{"40", []string{"JobId=40", "JobId=41"}, 0},
+		{"40_3", []string{"JobId=40"}, 0}, // the array's record holds task 3
+		{"40_2", []string{"JobId=41"}, 0},
 		{"41", []string{"JobId=41"}, 0},
 		{"41_2", []string{"JobId=41"}, 0},
+		{"40_4", nil, 1}, // cancelled before it started: no record
 		{"40_7", nil, 1},
 	} {
 		stdout, stderr, code := run(e, out, errb, "scontrol", "show", "job", c.arg)
@@ -297,14 +306,24 @@ func TestScontrolShowArrayJob(t *testing.T) {
 			t.Errorf("show job %s: %q", c.arg, stdout)
 		}
 	}
-	if stdout, _, _ := run(e, out, errb, "scontrol", "show", "job", "40_3"); !strings.HasPrefix(stdout, "JobId=42 ArrayJobId=40 ArrayTaskId=3 JobName=arr\n") {
+	// Tasks that have not started are not records of their own.
+	if _, stderr, code := run(e, out, errb, "scontrol", "show", "job", "42"); code != 1 || stderr != "slurm_load_jobs error: Invalid job id specified\n" {
+		t.Errorf("show job 42: %d %q", code, stderr)
+	}
+	stdout, _, _ := run(e, out, errb, "scontrol", "show", "job", "40_3")
+	if !strings.HasPrefix(stdout, "JobId=40 ArrayJobId=40 ArrayTaskId=1,3%2 ArrayTaskThrottle=2 JobName=arr\n") ||
+		!strings.Contains(stdout, "StdOut=/tmp/w/slurm-40_4294967294.out\n") {
+		t.Errorf("array record: %q", stdout)
+	}
+	if stdout, _, _ := run(e, out, errb, "scontrol", "show", "job", "40_2"); !strings.HasPrefix(stdout, "JobId=41 ArrayJobId=40 ArrayTaskId=2 ArrayTaskThrottle=2 JobName=arr\n") ||
+		!strings.Contains(stdout, "StdOut=/tmp/w/slurm-40_2.out\n") {
 		t.Errorf("array task record: %q", stdout)
 	}
 	// scancel A_T cancels that task's job.
 	f.cancels = nil
-	if _, stderr, code := run(e, out, errb, "scancel", "40_2"); code != 0 || stderr != "" || len(f.cancels) != 1 ||
-		!reflect.DeepEqual(f.cancels[0].JobIDs, []uint64{41}) {
-		t.Errorf("scancel 40_2: %d %q %+v", code, stderr, f.cancels)
+	if _, stderr, code := run(e, out, errb, "scancel", "40_3"); code != 0 || stderr != "" || len(f.cancels) != 1 ||
+		!reflect.DeepEqual(f.cancels[0].JobIDs, []uint64{42}) {
+		t.Errorf("scancel 40_3: %d %q %+v", code, stderr, f.cancels)
 	}
 }
 

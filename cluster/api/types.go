@@ -195,6 +195,11 @@ type Job struct {
 	// id is its first task's job id.
 	ArrayJobID  uint64 `json:"array_job_id,omitempty"`
 	ArrayTaskID int    `json:"array_task_id,omitempty"`
+	// ArrayTasks is set on a record that stands for several pending tasks
+	// of an array that have not started (Slurm's array "meta" record): the
+	// task ids as ranges ("0-7", "1,3-5"). A view of the commands, never
+	// stored or sent.
+	ArrayTasks string `json:"-"`
 	// Hold is "" (not held), "user" (JobHeldUser), "admin" (JobHeldAdmin)
 	// or HoldRequeue.
 	Hold string `json:"hold,omitempty"`

@@ -15,7 +15,8 @@ const maxPadWidth = 10
 // patterns go: %j job id, %J job id with step ("12.batch"), %x job name,
 // %u user, %N the first node, %n node index (0), %t task (0), %s step
 // ("batch"), %A array master id (the job id), %a array index (4294967294
-// outside an array, as Slurm prints NO_VAL), %% a percent sign; a number
+// outside an array and for an array's record of its pending tasks, as
+// Slurm prints NO_VAL), %% a percent sign; a number
 // after the % zero-pads numbers to that width ("%4j" 0012). A pattern with
 // a backslash is not expanded: its backslashes go ("\\" is one). Relative
 // paths are taken from the job's working directory. An empty pattern gives
@@ -170,7 +171,7 @@ func substitute(pattern string, j *api.Job, v StepPath) string {
 				b.WriteString(step)
 			}
 		case 'a':
-			if j.ArrayJobID != 0 {
+			if j.ArrayJobID != 0 && j.ArrayTasks == "" {
 				b.WriteString(pad(strconv.Itoa(j.ArrayTaskID), width))
 			} else {
 				b.WriteString(pad("4294967294", width))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/jobspec"
 )
 
 // DefMemPerCPU is the memory, in megabytes per CPU, that a job which asked for
@@ -61,6 +62,9 @@ func notEligible(j api.Job) bool {
 }
 
 func jobID(j api.Job) string {
+	if j.ArrayTasks != "" {
+		return strconv.FormatUint(j.ArrayJobID, 10) + "_[" + arrayTaskString(j) + "]"
+	}
 	if j.ArrayJobID != 0 {
 		return strconv.FormatUint(j.ArrayJobID, 10) + "_" + strconv.Itoa(j.ArrayTaskID)
 	}
@@ -185,17 +189,23 @@ func jobStdOut(j api.Job) string {
 	if j.StdOut != "" {
 		return j.StdOut
 	}
-	dir := j.Spec.WorkDir
-	if dir == "" {
-		dir = "."
+	def := "slurm-%j.out"
+	if j.ArrayJobID != 0 {
+		def = "slurm-%A_%a.out"
 	}
-	return dir + "/slurm-" + jobID(j) + ".out"
+	if j.Spec.WorkDir == "" {
+		def = "./" + def
+	}
+	return jobspec.ExpandPath(j.Spec.Output, &j, def)
 }
 
 // jobStdErr is the expanded error path; without one it goes where output goes.
 func jobStdErr(j api.Job) string {
 	if j.StdErr != "" {
 		return j.StdErr
+	}
+	if j.StdOut == "" && j.Spec.Error != "" {
+		return jobspec.ExpandPath(j.Spec.Error, &j, "")
 	}
 	return jobStdOut(j)
 }
@@ -273,4 +283,24 @@ func dependencyString(j api.Job) string {
 		}
 	}
 	return strings.Join(items, sep)
+}
+
+// arrayJobID is squeue's ARRAY_JOB_ID: the array's id, or a plain job's.
+func arrayJobID(j api.Job) string {
+	if j.ArrayJobID != 0 {
+		return strconv.FormatUint(j.ArrayJobID, 10)
+	}
+	return strconv.FormatUint(j.ID, 10)
+}
+
+// arrayTaskID is squeue's ARRAY_TASK_ID: the task, the tasks of an
+// array's record, or N/A.
+func arrayTaskID(j api.Job) string {
+	switch {
+	case j.ArrayTasks != "":
+		return arrayTaskString(j)
+	case j.ArrayJobID != 0:
+		return strconv.Itoa(j.ArrayTaskID)
+	}
+	return "N/A"
 }

@@ -45,6 +45,19 @@ func (r *record) end(oneLiner bool) string {
 	return r.b.String()
 }
 
+// jobIDLine is the first line of scontrol show job: the ids (an array's
+// too) and the name.
+func jobIDLine(j api.Job) string {
+	if j.ArrayJobID == 0 {
+		return "JobId=" + jobID(j) + " JobName=" + orNull(j.Spec.Name)
+	}
+	s := fmt.Sprintf("JobId=%d ArrayJobId=%d ArrayTaskId=%s ", j.ID, j.ArrayJobID, arrayTaskID(j))
+	if lim := arrayThrottle(j); lim > 0 {
+		s += "ArrayTaskThrottle=" + strconv.Itoa(lim) + " "
+	}
+	return s + "JobName=" + orNull(j.Spec.Name)
+}
+
 // ShowJob renders a job as scontrol show job (oneLiner: scontrol -o) does.
 // Fields hpc does not model print Slurm's defaults for a plain batch job
 // (Nice=0, QOS=normal, Requeue=1, OverSubscribe=OK, ...); Priority is
@@ -52,11 +65,7 @@ func (r *record) end(oneLiner bool) string {
 // while it waits on a dependency or a hold.
 func ShowJob(j api.Job, now time.Time, oneLiner, details bool) string {
 	r := newRecord(oneLiner)
-	if j.ArrayJobID != 0 {
-		r.add(fmt.Sprintf("JobId=%d ArrayJobId=%d ArrayTaskId=%d JobName=%s", j.ID, j.ArrayJobID, j.ArrayTaskID, orNull(j.Spec.Name)))
-	} else {
-		r.add("JobId=" + jobID(j) + " JobName=" + orNull(j.Spec.Name))
-	}
+	r.add(jobIDLine(j))
 	r.nl()
 	r.add("UserId=" + jobUser(j) + "(" + strconv.FormatUint(uint64(j.UID), 10) + ") ")
 	r.add("GroupId=" + jobGroup(j) + "(" + strconv.FormatUint(uint64(j.GID), 10) + ") MCS_label=N/A")

@@ -62,7 +62,7 @@ func constant(s string) func(api.Job, time.Time) (string, bool) {
 
 var squeueCols = map[byte]squeueCol{
 	'a': {"ACCOUNT", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(jobAccount(j))) }},
-	'A': {"JOBID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
+	'A': {"JOBID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(j.ID, 10)) }},
 	'b': {"TRES_PER_NODE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
 	'B': {"EXEC_HOST", true, func(j api.Job, _ time.Time) (string, bool) {
 		if j.BatchHost == "" {
@@ -82,7 +82,7 @@ var squeueCols = map[byte]squeueCol{
 	}},
 	'E': {"DEPENDENCY", true, func(j api.Job, _ time.Time) (string, bool) { return cut(dependencyString(j)) }},
 	'f': {"FEATURES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Constraint)) }},
-	'F': {"ARRAY_JOB_ID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
+	'F': {"ARRAY_JOB_ID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(arrayJobID(j)) }},
 	'g': {"GROUP", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobGroup(j)) }},
 	'G': {"GROUP", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.GID), 10)) }},
 	'h': {"OVER_SUBSCRIBE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(overSubscribe(j)) }},
@@ -92,7 +92,7 @@ var squeueCols = map[byte]squeueCol{
 	'j': {"NAME", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Name)) }},
 	'J': {"THREADS_PER_CORE", true, constant("*")},
 	'k': {"COMMENT", true, constant("(null)")},
-	'K': {"ARRAY_TASK_ID", true, constant("N/A")},
+	'K': {"ARRAY_TASK_ID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(arrayTaskID(j)) }},
 	'l': {"TIME_LIMIT", true, func(j api.Job, _ time.Time) (string, bool) {
 		switch {
 		case j.Spec.TimeLimitMin < 0:
