@@ -11,7 +11,11 @@ import (
 const jobColumns = `j.job_id, j.name, j.partition_name, j.account, j.user_name,
 	j.group_name, j.uid, j.gid, j.alloc_cpus, j.alloc_nodes, j.req_cpus,
 	j.req_mem_mb, j.time_limit_min, j.node_list, j.state, j.exit_code, j.signal,
-	j.cancelled_by, j.work_dir, j.submit_ns, j.start_ns, j.end_ns`
+	j.cancelled_by, j.work_dir, j.submit_ns, j.start_ns, j.end_ns,
+	j.qos, j.constraints, j.reason`
+
+// textColumns are the stored script and environment (Filter.Texts).
+const textColumns = `, j.script, j.env`
 
 const stepColumns = `s.job_id, s.step, s.name, s.node_list, s.alloc_cpus,
 	s.ntasks, s.state, s.exit_code, s.signal, s.start_ns, s.end_ns,
@@ -33,7 +37,7 @@ func (s *Store) Query(f Filter) ([]Row, error) {
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 
-	jobs, err := queryJobs(tx, where, args)
+	jobs, err := queryJobs(tx, where, args, f.Texts)
 	if err != nil {
 		return nil, fmt.Errorf("accounting: query jobs: %w", classify(err))
 	}
@@ -117,8 +121,12 @@ func jsonArg(v any) string {
 	return string(b)
 }
 
-func queryJobs(tx *sql.Tx, where string, args []any) ([]JobRecord, error) {
-	rows, err := tx.Query("SELECT "+jobColumns+" FROM jobs j"+where+" ORDER BY j.job_id", args...)
+func queryJobs(tx *sql.Tx, where string, args []any, texts bool) ([]JobRecord, error) {
+	cols := jobColumns
+	if texts {
+		cols += textColumns
+	}
+	rows, err := tx.Query("SELECT "+cols+" FROM jobs j"+where+" ORDER BY j.job_id", args...)
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +137,31 @@ func queryJobs(tx *sql.Tx, where string, args []any) ([]JobRecord, error) {
 	var (
 		id, uid, gid, allocCPUs, allocNodes, reqCPUs, exitCode, signal int64
 		cancelledBy, submit, start, end                                sql.NullInt64
+		script, env                                                    sql.NullString
 	)
 	for rows.Next() {
 		var r JobRecord
-		if err := rows.Scan(&id, &r.Name, &r.Partition, &r.Account, &r.User,
+		dest := []any{&id, &r.Name, &r.Partition, &r.Account, &r.User,
 			&r.Group, &uid, &gid, &allocCPUs, &allocNodes, &reqCPUs,
 			&r.ReqMemMB, &r.TimeLimitMin, &r.NodeList, &r.State, &exitCode, &signal,
-			&cancelledBy, &r.WorkDir, &submit, &start, &end); err != nil {
+			&cancelledBy, &r.WorkDir, &submit, &start, &end, &r.QOS, &r.Constraints, &r.Reason}
+		if texts {
+			dest = append(dest, &script, &env)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
+		}
+		if script.Valid {
+			s := script.String
+			r.Script = &s
+		}
+		if env.Valid {
+			if err := json.Unmarshal([]byte(env.String), &r.Env); err != nil {
+				return nil, fmt.Errorf("job %d: stored environment: %w", id, err)
+			}
+			if r.Env == nil {
+				r.Env = []string{}
+			}
 		}
 		r.JobID, r.UID, r.GID = uint64(id), uint32(uid), uint32(gid)
 		r.AllocCPUs, r.AllocNodes, r.ReqCPUs = int(allocCPUs), int(allocNodes), int(reqCPUs)

@@ -38,6 +38,17 @@ type JobRecord struct {
 	Submit       time.Time
 	Start        time.Time
 	End          time.Time
+	QOS          string `json:",omitempty"`
+	Constraints  string `json:",omitempty"` // -C/--constraint as given
+	// Reason is what the job waited for last (sacct's Reason, -R), as
+	// slurmctld keeps it for the database: "Dependency", "JobHeldUser"...
+	// Writing "" keeps the stored reason.
+	Reason string `json:",omitempty"`
+	// Script and Env are the batch script and its environment, kept only
+	// where AccountingStoreFlags says job_script / job_env (nil: not
+	// stored). Query returns them only with Filter.Texts.
+	Script *string  `json:",omitempty"`
+	Env    []string `json:",omitempty"`
 }
 
 // StepRecord is the accounting row of one job step. Step is the part after
@@ -85,6 +96,9 @@ type Filter struct {
 	EndBefore  time.Time
 	// JobsOnly leaves out step rows (sacct -X).
 	JobsOnly bool
+	// Texts also reads the jobs' stored scripts and environments (sacct
+	// -B, --env-vars); without it JobRecord.Script and Env are nil.
+	Texts bool
 }
 
 // Row is one line of sacct: a job (Step == nil) or one of its steps, which

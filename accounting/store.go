@@ -74,6 +74,16 @@ ALTER TABLE steps ADD COLUMN max_rss_node TEXT    NOT NULL DEFAULT '';
 ALTER TABLE steps ADD COLUMN user_cpu_us  INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE steps ADD COLUMN sys_cpu_us   INTEGER NOT NULL DEFAULT 0;
 `,
+	// 3: what sacct selects jobs by (-q, -C, -R) and shows (QOS,
+	// Constraints, Reason), and the batch script and environment where
+	// slurm.conf's AccountingStoreFlags asks for them (NULL: not stored).
+	`
+ALTER TABLE jobs ADD COLUMN qos         TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN constraints TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN reason      TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN script      TEXT;
+ALTER TABLE jobs ADD COLUMN env         TEXT;
+`,
 }
 
 // schemaVersion is the schema version this package writes.

@@ -14,8 +14,8 @@ const upsertJobSQL = `
 INSERT INTO jobs (job_id, name, partition_name, account, user_name, group_name,
 	uid, gid, alloc_cpus, alloc_nodes, req_cpus, req_mem_mb, time_limit_min,
 	node_list, state, exit_code, signal, cancelled_by, work_dir,
-	submit_ns, start_ns, end_ns)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	submit_ns, start_ns, end_ns, qos, constraints, reason, script, env)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (job_id) DO UPDATE SET
 	name = excluded.name,
 	partition_name = excluded.partition_name,
@@ -37,7 +37,12 @@ ON CONFLICT (job_id) DO UPDATE SET
 	work_dir = excluded.work_dir,
 	submit_ns = excluded.submit_ns,
 	start_ns = excluded.start_ns,
-	end_ns = excluded.end_ns`
+	end_ns = excluded.end_ns,
+	qos = excluded.qos,
+	constraints = excluded.constraints,
+	reason = CASE excluded.reason WHEN '' THEN jobs.reason ELSE excluded.reason END,
+	script = excluded.script,
+	env = excluded.env`
 
 const upsertStepSQL = `
 INSERT INTO steps (job_id, step, step_order, name, node_list, alloc_cpus,
@@ -172,10 +177,17 @@ func execJob(st *sql.Stmt, r *JobRecord) error {
 	if r.CancelledBy != nil {
 		cancelledBy = sql.NullInt64{Int64: int64(*r.CancelledBy), Valid: true}
 	}
+	var script, env sql.NullString
+	if r.Script != nil {
+		script = sql.NullString{String: *r.Script, Valid: true}
+	}
+	if r.Env != nil {
+		env = sql.NullString{String: jsonArg(r.Env), Valid: true}
+	}
 	_, err = st.Exec(id, r.Name, r.Partition, r.Account, r.User, r.Group,
 		int64(r.UID), int64(r.GID), r.AllocCPUs, r.AllocNodes, r.ReqCPUs, r.ReqMemMB, r.TimeLimitMin,
 		r.NodeList, r.State, r.ExitCode, r.Signal, cancelledBy, r.WorkDir,
-		times[0], times[1], times[2])
+		times[0], times[1], times[2], r.QOS, r.Constraints, r.Reason, script, env)
 	if err != nil {
 		return fmt.Errorf("accounting: job %d: %w", r.JobID, classify(err))
 	}

@@ -157,7 +157,7 @@ func Start(o Options) (*Daemon, error) {
 	if err := d.startGossip(); err != nil {
 		return nil, err
 	}
-	d.agent = agent.New(agent.Options{Name: o.Name, Config: cfg, Dir: o.Dir, Socket: o.Socket, Exec: ex, Peers: d.peers, Log: d.log, Ctx: ctx})
+	d.agent = agent.New(agent.Options{Name: o.Name, Config: cfg, ConfigPath: d.confPath(), Dir: o.Dir, Socket: o.Socket, Exec: ex, Peers: d.peers, Log: d.log, Ctx: ctx})
 	d.agent.Reattach()
 	if err := d.startServers(); err != nil {
 		return nil, err

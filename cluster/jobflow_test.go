@@ -249,3 +249,37 @@ func TestCancelBeforeLaunch(t *testing.T) {
 		t.Fatal("the cancelled job's script ran")
 	}
 }
+
+// scancel --signal to a job that has not started: Slurm's "try again
+// later" (scancel retries), not a refusal; once it runs, the signal goes.
+func TestSignalPendingJob(t *testing.T) {
+	_, cl := startOne(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	id, err := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\nsleep 300\n", WorkDir: dir, Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{id}, Signal: 10})
+	if err != nil || len(res) != 1 || res[0].Error != api.ErrTransitionState {
+		t.Fatalf("signal to a held job: %+v %v", res, err)
+	}
+	if j := waitJob(t, cl, id, api.StatePending); j.CancelRequested {
+		t.Errorf("the signal cancelled the job: %+v", j)
+	}
+	// Just started, no step yet: still starting its steps, the same
+	// answer; the batch step itself (scancel -b) takes the signal.
+	run, err := cl.Submit(ctx, api.JobSpec{Script: "#!/bin/sh\ntrap '' USR1\nsleep 300\n", WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, run, api.StateRunning)
+	res, err = cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{run}, Signal: 10})
+	if err != nil || len(res) != 1 || res[0].Error != api.ErrTransitionState {
+		t.Errorf("step signal to a job starting: %+v %v", res, err)
+	}
+	res, err = cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{run}, Signal: 10, Scope: api.SignalBatch})
+	if err != nil || len(res) != 1 || res[0].Error != "" {
+		t.Errorf("batch signal to a job starting: %+v %v", res, err)
+	}
+}

@@ -49,6 +49,7 @@ func (d *Daemon) leaderLoop() {
 		d.enforceTimeLimits()
 		d.schedule()
 		d.purgeOldJobs()
+		d.runTriggers() // triggers.go
 	}
 }
 
@@ -72,7 +73,7 @@ func (d *Daemon) reconcileNodes() {
 	if d.missing == nil {
 		d.missing = map[string]time.Time{}
 	}
-	timeout := time.Duration(d.cfg.SlurmdTimeout) * time.Second
+	timeout := time.Duration(d.conf().SlurmdTimeout) * time.Second
 	overdue := func(node string) bool {
 		if alive[node] {
 			delete(d.missing, node)
@@ -185,15 +186,16 @@ func (d *Daemon) schedule() {
 // QoS and associations, running jobs and the pending requests (without the
 // array tasks held back by their %N limit, which it returns apart).
 func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, map[uint64]bool) {
+	cfg := d.conf() // the live partitions and configuration (partitions.go)
 	snap := sched.Snapshot{
-		Now: now, Config: schedConfig(d.cfg),
-		Partitions: schedPartitions(d.cfg), Topology: schedTopology(d.cfg),
+		Now: now, Config: schedConfig(cfg),
+		Partitions: schedPartitions(cfg), Topology: schedTopology(cfg),
 	}
 	jobs := map[uint64]*api.Job{}
 	var throttled map[uint64]bool
 	d.fsm.View(func(st *fsm.State) {
 		throttled = st.ArrayThrottled()
-		snap.Nodes = schedNodes(d.cfg, st)
+		snap.Nodes = schedNodes(cfg, st)
 		snap.QOS, snap.Assocs = st.Acct.SchedInputs()
 		for _, j := range st.Jobs {
 			switch j.State {
@@ -313,7 +315,7 @@ func (d *Daemon) enforceTimeLimits() {
 // purgeOldJobs drops finished jobs older than MinJobAge from the state, so
 // the controller's memory and squeue's cost follow the live queue.
 func (d *Daemon) purgeOldJobs() {
-	cutoff := d.now().Add(-time.Duration(d.cfg.MinJobAge) * time.Second)
+	cutoff := d.now().Add(-time.Duration(d.conf().MinJobAge) * time.Second)
 	var ids []uint64
 	d.fsm.View(func(st *fsm.State) {
 		for id, j := range st.Jobs {
@@ -332,8 +334,8 @@ func (d *Daemon) purgeOldJobs() {
 }
 
 func (d *Daemon) defMemPerCPU() int64 {
-	if d.cfg.DefMemPerCPU > 0 {
-		return d.cfg.DefMemPerCPU
+	if def := d.conf().DefMemPerCPU; def > 0 {
+		return def
 	}
 	return 0
 }
@@ -376,5 +378,5 @@ func (d *Daemon) signalJobWait(j *api.Job, sig int) error {
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
-	return d.peers.CallNode(ctx, addr, "/internal/signal", agent.SignalRequest{JobID: j.ID, Signal: sig, KillWait: d.cfg.KillWaitTime(), Start: j.StartTime}, nil)
+	return d.peers.CallNode(ctx, addr, "/internal/signal", agent.SignalRequest{JobID: j.ID, Signal: sig, KillWait: d.conf().KillWaitTime(), Start: j.StartTime}, nil)
 }

@@ -17,7 +17,7 @@ import (
 // may start; when not, it has drained the nodes whose prolog failed and
 // requeued the job.
 func (d *Daemon) runPrologs(j *api.Job) bool {
-	if d.cfg.Prolog == "" {
+	if d.conf().Prolog == "" {
 		return true
 	}
 	var mu sync.Mutex
@@ -47,7 +47,7 @@ func (d *Daemon) runPrologs(j *api.Job) bool {
 	// RUNNING -> COMPLETING (requeue) -> PENDING once its end is committed;
 	// a job cancelled meanwhile ends CANCELLED instead.
 	hold := api.HoldRequeue
-	if _, ok := d.cfg.SchedulerParameters["nohold_on_prolog_fail"]; ok {
+	if _, ok := d.conf().SchedulerParameters["nohold_on_prolog_fail"]; ok {
 		hold = ""
 	}
 	if _, err := d.propose(&fsm.Requeue{JobIDs: []uint64{j.ID}, Hold: hold}); err != nil {

@@ -51,8 +51,8 @@ func (d *Daemon) viewerIn(st *fsm.State, id peer.Identity) jobViewer {
 	return jobViewer{
 		id:           id,
 		operator:     id.Node || id.UID == 0 || st.Acct.IsOperator(id.UID, id.User),
-		privateJobs:  d.cfg.PrivateData.Jobs,
-		privateUsage: d.cfg.PrivateData.Usage,
+		privateJobs:  d.conf().PrivateData.Jobs,
+		privateUsage: d.conf().PrivateData.Usage,
 	}
 }
 

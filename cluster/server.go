@@ -56,6 +56,9 @@ func (d *Daemon) startServers() error {
 	d.registerStepRoutes(mux)
 	d.registerAcctRoutes(mux)
 	d.registerShareRoutes(mux)
+	d.registerPartitionRoutes(mux)
+	d.registerTriggerRoutes(mux)
+	d.registerFileRoutes(mux)
 
 	_ = os.Remove(d.o.Socket)
 	ul, err := net.Listen("unix", d.o.Socket)
@@ -154,7 +157,7 @@ const bodyTimeout = time.Minute
 func (d *Daemon) bodyLimit(path string) int64 {
 	switch path {
 	case "/api/submit", "/api/testonly", "/api/step/run", "/api/step/create":
-		return 6*int64(d.cfg.MaxScriptSize()+config.DefaultMaxEnvSize) + 64<<10
+		return 6*int64(d.conf().MaxScriptSize()+config.DefaultMaxEnvSize) + 64<<10
 	}
 	return 1 << 20
 }
@@ -321,14 +324,15 @@ func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 		return nil, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()}
 	}
 	spec := req.Spec
-	if err := validateSpec(d.cfg, &spec); err != nil {
+	if err := validateSpec(d.conf(), &spec); err != nil {
 		return nil, err
 	}
 	job := &api.Job{Spec: spec, UID: id.UID, GID: id.GID, User: id.User, Group: id.Group, Account: spec.Account}
 	if spec.Hold {
 		job.Hold = "user"
 	}
-	enforce := acct.Enforce{Associations: d.cfg.AccountingStorageEnforce.Associations, QOS: d.cfg.AccountingStorageEnforce.QOS}
+	cfg := d.conf()
+	enforce := acct.Enforce{Associations: cfg.AccountingStorageEnforce.Associations, QOS: cfg.AccountingStorageEnforce.QOS}
 	var assocErr error
 	d.fsm.View(func(st *fsm.State) {
 		job.Account, job.Spec.QOS, assocErr = st.Acct.SubmitAssoc(id.User, spec.Account, spec.QOS, enforce)
@@ -356,7 +360,7 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 
 func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var out api.NodesResponse
-	d.fsm.View(func(st *fsm.State) { out = nodesView(d.cfg, st) })
+	d.fsm.ViewConfig(func(cfg *config.Config, st *fsm.State) { out = nodesView(cfg, st) })
 	peer.WriteJSON(w, out)
 }
 
@@ -393,11 +397,17 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Id
 		case !v.mayActOn(j):
 			res.Error = api.ErrAccessDenied
 		case req.Signal != 0:
-			// scancel --signal: deliver the signal, cancel nothing.
-			if j.State != api.StateRunning {
+			// scancel --signal: deliver the signal, cancel nothing. A job
+			// that has not started cannot take one yet (scancel retries).
+			switch {
+			case j.State == api.StatePending || startingSteps(j, req.Scope, d.now()):
+				res.Error = api.ErrTransitionState
+			case j.State != api.StateRunning:
 				res.Error = api.ErrJobNotPendingOrRun
-			} else if err := d.signalJobScope(j, req.Signal, req.Scope); err != nil {
-				res.Error = err.Error()
+			default:
+				if err := d.signalJobScope(j, req.Signal, req.Scope); err != nil {
+					res.Error = err.Error()
+				}
 			}
 		default:
 			if _, err := d.propose(&fsm.Cancel{Time: d.now(), JobID: jid, UID: id.UID}); err != nil {
@@ -429,9 +439,12 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Iden
 		}
 		f.JobIDs = append(f.JobIDs, n)
 	}
-	// Whose rows: privacy.go.
-	f.UID = d.viewer(id).acctUID(q.Get("all") == "1")
+	// Whose rows: privacy.go; a stored script and environment only for
+	// a query by job id, to the job's owner, root and operators.
+	v := d.viewer(id)
+	f.UID = v.acctUID(q.Get("all") == "1")
 	f.JobsOnly = q.Get("jobs_only") == "1"
+	f.Texts = len(f.JobIDs) > 0
 	rows, err := d.acct.Query(f)
 	if err != nil {
 		peer.WriteErr(w, http.StatusInternalServerError, err)
@@ -441,6 +454,9 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Iden
 	job := -1 // the row of the job whose steps follow
 	for _, row := range rows {
 		r := acctRow(row)
+		if r.Step == "" && (v.operator || (!id.Node && row.Job.UID == id.UID)) {
+			r.Script, r.Env = row.Job.Script, row.Job.Env
+		}
 		if r.Step == "" {
 			job = len(out.Rows)
 		} else if job >= 0 && out.Rows[job].JobID == r.JobID && r.Usage != nil {
@@ -465,6 +481,8 @@ func acctRow(row accounting.Row) api.AcctRow {
 		User: j.User, UID: j.UID, AllocCPUs: j.AllocCPUs, State: j.State,
 		ExitCode: j.ExitCode, Signal: j.Signal, CancelledBy: j.CancelledBy,
 		NodeList: j.NodeList, Submit: j.Submit, Start: j.Start, End: j.End,
+		Group: j.Group, GID: j.GID, QOS: j.QOS, Constraints: j.Constraints, Reason: j.Reason,
+		TimeLimitMin: j.TimeLimitMin, WorkDir: j.WorkDir, ReqCPUs: j.ReqCPUs, ReqMemMB: j.ReqMemMB,
 	}
 	if s := row.Step; s != nil {
 		r.Step, r.JobName, r.Partition = s.Step, s.Name, ""
@@ -622,7 +640,7 @@ func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
 	peer.WriteJSON(w, struct {
 		*config.Config
 		api.ConfigInfo
-	}{d.cfg, info})
+	}{d.conf(), info})
 }
 
 // handleJobControl is scontrol hold, uhold, release and requeue. Users act
@@ -688,3 +706,18 @@ func (d *Daemon) handlePriority(w http.ResponseWriter, r *http.Request, id peer.
 	})
 	peer.WriteJSON(w, d.view.priorities(d.cfg, jobs))
 }
+
+// startingSteps reports whether a signal for a job's steps comes while the
+// job is still starting them: it runs, has no step yet, and its batch
+// script began less than stepStartWindow ago. Such a signal is answered as
+// one to a pending job (scancel asks again), rather than reaching no step.
+func startingSteps(j *api.Job, scope string, now time.Time) bool {
+	if j.State != api.StateRunning || scope != "" || len(j.Steps) > 0 {
+		return false
+	}
+	return now.Sub(j.StartTime) < stepStartWindow
+}
+
+// stepStartWindow is how long after its start a job without steps is still
+// starting them, for signals.
+const stepStartWindow = 10 * time.Second

@@ -54,14 +54,20 @@ func (d *Daemon) handleStepInput(w http.ResponseWriter, r *http.Request, id peer
 	if l == nil {
 		return
 	}
+	d.sendInput(w, r.Context(), l.inputNodes(in.Resize), in)
+}
+
+// sendInput hands a piece of input to the agents of nodes, side by side,
+// and answers the caller.
+func (d *Daemon) sendInput(w http.ResponseWriter, ctx context.Context, nodes []string, in any) {
 	var wg sync.WaitGroup
-	errs := make([]error, len(l.nodes))
-	for i, n := range l.inputNodes(in.Resize) {
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
 		wg.Go(func() {
 			addr, err := d.peers.API(n)
 			if err == nil {
-				ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
-				err = d.peers.CallNode(ctx, addr, "/internal/step/input", in, nil)
+				cctx, cancel := context.WithTimeout(ctx, time.Minute)
+				err = d.peers.CallNode(cctx, addr, "/internal/step/input", in, nil)
 				cancel()
 			}
 			errs[i] = err

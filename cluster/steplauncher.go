@@ -35,14 +35,13 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 	if req.Attach {
 		path = "/api/step/find" // srun's step, whose launcher was restarted
 	}
-	var created stepCreated
-	if err := d.peers.Call(r.Context(), id, d.addr(d.cfg.APIPort), path, stepCreateRequest{StepRequest: req, Launcher: d.o.Name}, &created); err != nil {
-		peer.UserErr(w, err)
+	created, out, ok := d.createStep(w, r, id, path, req)
+	if !ok {
 		return
 	}
 	j, s := &created.Job, created.Step
 	key := stepKey{j.ID, s.ID}
-	l := &launch{uid: j.UID, nodes: s.Nodes, tasks: s.Tasks, input: req.Input, pty: req.Pty}
+	l := &launch{uid: j.UID, nodes: s.Nodes, tasks: s.Tasks, input: req.Input, pty: req.Pty, step: s}
 	d.launchMu.Lock()
 	d.launches[key] = l
 	d.launchMu.Unlock()
@@ -65,7 +64,6 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 		cancel()
 	}
 
-	out := peer.NewNDJSON(w)
 	_ = out.Send(api.StepEvent{Step: &s, Warning: created.Warning})
 	ends := make([]agent.NodeEnd, len(s.Nodes))
 	exits := make([][]api.TaskExit, len(s.Nodes))
@@ -114,7 +112,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 			lr := agent.StepLaunchRequest{Job: *j, Step: s, Node: i, Argv: req.Argv, Env: req.Env,
 				Export: req.Export, WorkDir: req.WorkDir, MasterPort: port,
 				Input: req.Input, Pty: req.Pty, Rows: req.Rows, Cols: req.Cols}
-			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out, req.Attach, onExit)
+			exits[i], ends[i] = d.runOnNode(nctx, node, lr, out, l, req.Attach, onExit)
 		})
 	}
 	wg.Wait()
@@ -122,6 +120,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 	if d.keepSteps.Load() {
 		// The daemon stops and leaves its steps running: srun attaches
 		// to the next one (api.StepRequest.Attach), which takes over.
+		l.hub.close(nil)
 		return
 	}
 
@@ -161,6 +160,7 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 		done.State = j.StepEndState(report)
 	}
 	unlist() // the step is over before srun hears so
+	l.hub.close(done)
 	_ = out.Send(api.StepEvent{Done: done})
 }
 
@@ -169,11 +169,12 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 // out until the node reports its end. If the node's stream breaks (its
 // daemon was restarted), it attaches to the step again, as long as the
 // node keeps the step waiting for it (stepAttachWait).
-func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunchRequest, out *peer.NDJSON, attach bool, onExit func(api.TaskExit)) ([]api.TaskExit, agent.NodeEnd) {
+func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunchRequest, out *peer.NDJSON, l *launch, attach bool, onExit func(api.TaskExit)) ([]api.TaskExit, agent.NodeEnd) {
 	failed := func(err error) agent.NodeEnd {
 		return agent.NodeEnd{Error: fmt.Sprintf("Task launch for StepId=%d.%d failed on node %s: %v", lr.Job.ID, lr.Step.ID, node, err)}
 	}
 	exits := map[int]api.TaskExit{}
+	sent := map[int]api.TaskExit{} // the ends srun has had
 	sorted := func() []api.TaskExit {
 		xs := make([]api.TaskExit, 0, len(exits))
 		for _, x := range exits {
@@ -188,7 +189,9 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunch
 			if d.keepSteps.Load() {
 				break // srun gets them from the daemon it attaches to next
 			}
-			_ = out.Send(api.StepEvent{Exit: &xs[k]})
+			if _, ok := sent[xs[k].Task]; !ok {
+				_ = out.Send(api.StepEvent{Exit: &xs[k]})
+			}
 		}
 		if ctx.Err() != nil {
 			return xs, agent.NodeEnd{Cancelled: true}
@@ -225,19 +228,21 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunch
 			continue
 		}
 		deadline = time.Time{}
-		end, err := d.relayNode(resp.Body, exits, out, onExit)
+		end, err := d.relayNode(resp.Body, exits, sent, out, &l.hub, onExit)
 		resp.Body.Close()
 		if end != nil {
-			// Task ends go to srun with the node's end: on a node where
-			// the OOM killer struck, a task that failed reports SigOOM,
-			// as slurmstepd's do (its shell may have seen its child
-			// killed and exited 137).
+			// Task ends srun has not had go with the node's end: on a
+			// node where the OOM killer struck, a task that failed
+			// reports SigOOM, as slurmstepd's do (its shell may have seen
+			// its child killed and exited 137); srun takes the later word.
 			xs := sorted()
 			for k := range xs {
 				if end.OOM && (xs[k].Signal != 0 || xs[k].ExitCode != 0) {
 					xs[k].ExitCode, xs[k].Signal = 0, api.SigOOM
 				}
-				_ = out.Send(api.StepEvent{Exit: &xs[k]})
+				if had, ok := sent[xs[k].Task]; !ok || had != xs[k] {
+					_ = out.Send(api.StepEvent{Exit: &xs[k]})
+				}
 			}
 			return xs, *end
 		}
@@ -253,8 +258,10 @@ func (d *Daemon) runOnNode(ctx context.Context, node string, lr agent.StepLaunch
 }
 
 // relayNode reads a node's stream of a step: output goes on to out, task
-// ends into exits, until the node's end (returned) or the stream's.
-func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *peer.NDJSON, onExit func(api.TaskExit)) (*agent.NodeEnd, error) {
+// ends into exits and, the first time, on to out (sent records them),
+// until the node's end (returned) or the stream's. Output also goes to
+// the step's sattach readers (hub).
+func (d *Daemon) relayNode(body io.Reader, exits, sent map[int]api.TaskExit, out *peer.NDJSON, hub *attachHub, onExit func(api.TaskExit)) (*agent.NodeEnd, error) {
 	dec := json.NewDecoder(body)
 	for {
 		var f agent.TaskFrame
@@ -269,11 +276,19 @@ func (d *Daemon) relayNode(body io.Reader, exits map[int]api.TaskExit, out *peer
 			return f.End, nil
 		case f.Exit != nil:
 			exits[f.Exit.Task] = *f.Exit
+			if _, ok := sent[f.Exit.Task]; !ok {
+				// srun hears of each task's end as it comes (srun -W
+				// counts from the first).
+				sent[f.Exit.Task] = *f.Exit
+				_ = out.Send(api.StepEvent{Exit: f.Exit})
+			}
 			if onExit != nil {
 				onExit(*f.Exit)
 			}
 		case f.Stream != 0:
-			_ = out.Send(api.StepEvent{Task: f.Task, Stream: f.Stream, Data: f.Data})
+			ev := api.StepEvent{Task: f.Task, Stream: f.Stream, Data: f.Data}
+			_ = out.Send(ev)
+			hub.publish(ev) // to sattach readers, if any (sattach.go)
 		}
 	}
 }
@@ -353,4 +368,41 @@ func (d *Daemon) signalStep(ctx context.Context, nodes []string, req api.StepSig
 		})
 	}
 	wg.Wait()
+}
+
+// createStep asks the leader for srun's step (or, path /api/step/find,
+// the step it runs already). An exclusive step whose CPUs other steps
+// hold waits for them, srun told so on the stream it then opens; ok is
+// false when it has answered srun with the error.
+func (d *Daemon) createStep(w http.ResponseWriter, r *http.Request, id peer.Identity, path string, req api.StepRequest) (created stepCreated, out *peer.NDJSON, ok bool) {
+	for {
+		err := d.peers.Call(r.Context(), id, d.addr(d.cfg.APIPort), path, stepCreateRequest{StepRequest: req, Launcher: d.o.Name}, &created)
+		if err == nil {
+			break
+		}
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Message != api.ErrNodesBusy {
+			if out != nil {
+				_ = out.Send(api.StepEvent{Done: &api.StepDone{State: api.StateFailed, ExitCode: 1, Error: err.Error()}})
+			} else {
+				peer.UserErr(w, err)
+			}
+			return created, nil, false
+		}
+		// An exclusive step whose CPUs other steps hold waits for them,
+		// as srun does ("step creation temporarily disabled").
+		if out == nil {
+			out = peer.NewNDJSON(w)
+			_ = out.Send(api.StepEvent{Warning: fmt.Sprintf("Job %d step creation temporarily disabled, retrying (%s)", req.JobID, api.ErrNodesBusy)})
+		}
+		select {
+		case <-r.Context().Done():
+			return created, nil, false
+		case <-time.After(time.Second):
+		}
+	}
+	if out == nil {
+		out = peer.NewNDJSON(w)
+	}
+	return created, out, true
 }

@@ -42,7 +42,7 @@ func (d *Daemon) handleStepCreate(w http.ResponseWriter, r *http.Request, id pee
 	if name == "" {
 		name = filepath.Base(req.Argv[0])
 	}
-	s := api.Step{Name: name, Nodes: plan.Nodes, Tasks: plan.Tasks, CPUsPerTask: plan.CPUsPerTask, Launcher: req.Launcher}
+	s := api.Step{Name: name, Nodes: plan.Nodes, Tasks: plan.Tasks, CPUsPerTask: plan.CPUsPerTask, Launcher: req.Launcher, Exclusive: req.Exclusive}
 	res, err := d.propose(&fsm.StepStart{Time: d.now(), JobID: j.ID, Step: s})
 	if err != nil {
 		peer.UserErr(w, err)

@@ -44,4 +44,7 @@ type launch struct {
 	input     string // api.StepRequest.Input
 	pty       bool
 	cancelled atomic.Bool
+	// step is the step as created; hub its sattach readers (sattach.go).
+	step api.Step
+	hub  attachHub
 }

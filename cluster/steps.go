@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"hpc/cluster/api"
 	"hpc/cluster/hostlist"
@@ -29,7 +31,10 @@ import (
 // daemon restarted under a step does not end it: an agent's share waits
 // for its launcher to attach again (/internal/step/attach, agent/steprelay.go),
 // and srun attaches to its node's next daemon (Attach), which becomes the
-// step's launcher.
+// step's launcher. sattach reaches a running step through any node's
+// daemon (/api/step/sattach, passed on to the launcher): the launcher
+// hands its merged output to the step's attached readers too, each with a
+// bounded queue that drops what a slow reader cannot take (sattach.go).
 
 // stepPlan is where a step's tasks go.
 type stepPlan struct {
@@ -49,6 +54,21 @@ type stepPlan struct {
 // go round the nodes one at a time, as Slurm's block layout spreads them.
 // Errors read like Slurm's.
 func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
+	p, err := planStepAround(j, req, nil)
+	if err != nil || !req.Exclusive {
+		return p, err
+	}
+	// An exclusive step that fits the job goes on CPUs no other exclusive
+	// step holds; while there are not enough, its srun waits.
+	p, err = planStepAround(j, req, heldCPUs(j))
+	if err != nil {
+		return p, &api.Error{Message: api.ErrNodesBusy}
+	}
+	return p, nil
+}
+
+// planStepAround is planStep with busy CPUs (by node) taken.
+func planStepAround(j *api.Job, req *api.StepRequest, busy map[string]int) (stepPlan, error) {
 	var p stepPlan
 	notAvail := &api.Error{Message: api.ErrConfigUnavailable}
 	p.CPUsPerTask = req.CPUsPerTask
@@ -133,11 +153,20 @@ func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
 			return p, &api.Error{Message: api.ErrNodeCountInvalid}
 		}
 	}
+	if len(busy) > 0 {
+		if req.NodeList == "" {
+			// Nodes with CPUs free first, in the job's order.
+			slices.SortStableFunc(order, func(a, b int) int {
+				fa, fb := j.Alloc[a].CPUs-busy[j.Alloc[a].Node], j.Alloc[b].CPUs-busy[j.Alloc[b].Node]
+				return cmp.Compare(min(fb, p.CPUsPerTask), min(fa, p.CPUsPerTask))
+			})
+		}
+	}
 	order = order[:nnodes]
 	over := req.Overcommit || j.Spec.Overcommit
 	room := make([]int, nnodes) // tasks each node can take
 	for k, i := range order {
-		room[k] = j.Alloc[i].CPUs / p.CPUsPerTask
+		room[k] = (j.Alloc[i].CPUs - busy[j.Alloc[i].Node]) / p.CPUsPerTask
 		if room[k] == 0 && over {
 			room[k] = 1
 		}
@@ -192,6 +221,9 @@ func (d *Daemon) registerStepRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/step/run", d.localRoute(d.handleStepRun))
 	mux.HandleFunc("POST /api/step/signal", d.localRoute(d.handleStepSignal))
 	mux.HandleFunc("POST /api/step/input", d.localRoute(d.handleStepInput))
+	// sattach: served by the step's launcher, reached through any node.
+	mux.HandleFunc("POST /api/step/sattach", d.localRoute(d.handleSattach))
+	mux.HandleFunc("POST /api/step/sattach/input", d.localRoute(d.handleSattachInput))
 	// Served by the leader.
 	mux.HandleFunc("POST /api/step/create", d.leaderRoute(d.handleStepCreate))
 	mux.HandleFunc("POST /api/step/find", d.leaderRoute(d.handleStepFind))
@@ -215,4 +247,18 @@ func (d *Daemon) localRoute(h handler) http.HandlerFunc {
 		}
 		h(w, r, id, body)
 	}
+}
+
+// heldCPUs are the CPUs the job's running exclusive steps hold, by node.
+func heldCPUs(j *api.Job) map[string]int {
+	held := map[string]int{}
+	for _, s := range j.Steps {
+		if !s.Exclusive || s.State != api.StateRunning {
+			continue
+		}
+		for k, n := range s.Nodes {
+			held[n] += s.Tasks[k] * max(s.CPUsPerTask, 1)
+		}
+	}
+	return held
 }

@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -283,5 +286,279 @@ func TestKillOnBadExit(t *testing.T) {
 	slices.SortFunc(exits, func(a, b api.TaskExit) int { return a.Task - b.Task })
 	if len(exits) != 2 || exits[1].ExitCode != 3 || exits[0].Signal == 0 {
 		t.Errorf("task ends %+v: want task 1 exit 3 and task 0 killed", exits)
+	}
+}
+
+// runStepAsync runs a step of job id in the background; its events go to
+// the returned channel, closed when the step is over.
+func runStepAsync(ctx context.Context, t *testing.T, cl *api.Client, req api.StepRequest) <-chan api.StepEvent {
+	t.Helper()
+	evs := make(chan api.StepEvent, 256)
+	go func() {
+		defer close(evs)
+		err := cl.RunStep(ctx, req, func(ev *api.StepEvent) error {
+			evs <- *ev
+			return nil
+		}, nil)
+		if err != nil {
+			t.Errorf("step: %v", err)
+		}
+	}()
+	return evs
+}
+
+// holder starts an allocation of ntasks on the one node and returns its id.
+func holder(ctx context.Context, t *testing.T, cl *api.Client, ntasks int) uint64 {
+	t.Helper()
+	id, err := cl.Submit(ctx, api.JobSpec{Name: "alloc", Script: api.HolderScript, WorkDir: t.TempDir(), NTasks: ntasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.WaitAllocation(ctx, id, nil); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// Each task's end reaches srun as it comes (srun -W counts from the
+// first), once, long before the step's end.
+func TestStepTaskEndsAsTheyCome(t *testing.T) {
+	_, cl := startOne(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := holder(ctx, t, cl, 2)
+	evs := runStepAsync(ctx, t, cl, api.StepRequest{JobID: id, Env: []string{"PATH=/usr/bin:/bin"},
+		Argv: []string{"sh", "-c", `if [ "$SLURM_PROCID" = 1 ]; then exit 3; fi; sleep 2`}})
+	var firstExit, done time.Time
+	count := map[int]int{}
+	for ev := range evs {
+		switch {
+		case ev.Exit != nil:
+			count[ev.Exit.Task]++
+			if firstExit.IsZero() {
+				firstExit = time.Now()
+				if ev.Exit.Task != 1 || ev.Exit.ExitCode != 3 {
+					t.Errorf("first end %+v, want task 1's exit 3", ev.Exit)
+				}
+			}
+		case ev.Done != nil:
+			done = time.Now()
+		}
+	}
+	if done.Sub(firstExit) < time.Second {
+		t.Errorf("task 1's end came %v before the step's, want it as it happened", done.Sub(firstExit))
+	}
+	if count[0] != 1 || count[1] != 1 {
+		t.Errorf("task ends %v, want each once", count)
+	}
+	_ = cl.Release(ctx, api.ReleaseRequest{JobID: id})
+}
+
+// srun --slurmd-debug (SLURMD_DEBUG in its environment): the node's log
+// at that level comes on the step's stderr, as slurmstepd's does.
+func TestStepSlurmdDebug(t *testing.T) {
+	_, cl := startOne(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := holder(ctx, t, cl, 1)
+	for _, c := range []struct {
+		level      string
+		want, lack []string
+	}{
+		{"", nil, []string{"debug levels"}},
+		{"2", []string{"debug levels are stderr='verbose'"}, []string{"debug:"}},
+		{"3", []string{"stderr='debug'", "slurmstepd: debug:  "}, []string{"debug2:"}},
+		{"4", []string{"stderr='debug2'", "slurmstepd: debug2: "}, nil},
+	} {
+		env := []string{"PATH=/usr/bin:/bin"}
+		if c.level != "" {
+			env = append(env, "SLURMD_DEBUG="+c.level)
+		}
+		var stderr strings.Builder
+		for ev := range runStepAsync(ctx, t, cl, api.StepRequest{JobID: id, Env: env, Argv: []string{"true"}}) {
+			if ev.Stream == api.StreamStderr {
+				stderr.Write(ev.Data)
+			}
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("level %q: stderr %q lacks %q", c.level, stderr.String(), w)
+			}
+		}
+		for _, w := range c.lack {
+			if strings.Contains(stderr.String(), w) {
+				t.Errorf("level %q: stderr %q has %q", c.level, stderr.String(), w)
+			}
+		}
+	}
+	_ = cl.Release(ctx, api.ReleaseRequest{JobID: id})
+}
+
+// sattach: an attached reader gets the step first, then its tasks' output
+// from then on (one task's with a filter), and the step's end; its input
+// reaches the task it names; --layout gets the step alone. srun's own
+// stream is whole meanwhile.
+func TestSattach(t *testing.T) {
+	_, cl := startOne(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := holder(ctx, t, cl, 2)
+	// Each task says its lines until it reads "stop" (task 1 alone reads
+	// input that is not srun's: srun gives input to all).
+	evs := runStepAsync(ctx, t, cl, api.StepRequest{JobID: id, Env: []string{"PATH=/usr/bin:/bin"}, Input: "all",
+		Argv: []string{"sh", "-c", `i=0; while :; do echo "t$SLURM_PROCID $i"; i=$((i+1)); if read -t 0.1 l 2>/dev/null || read l; then echo "t$SLURM_PROCID got $l"; [ "$l" = stop ] && exit 0; fi; done`}})
+	var step *api.Step
+	for ev := range evs {
+		if ev.Step != nil {
+			step = ev.Step
+			break
+		}
+	}
+	if step == nil {
+		t.Fatal("no step")
+	}
+	srunDone := make(chan []string, 1)
+	go func() {
+		var lines []string
+		for ev := range evs {
+			if ev.Stream != 0 {
+				lines = append(lines, string(ev.Data))
+			}
+		}
+		srunDone <- lines
+	}()
+
+	var layout *api.Step
+	err := cl.AttachStep(ctx, api.AttachRequest{JobID: id, StepID: step.ID, OutTask: -1, ErrTask: -1, Layout: true}, func(ev *api.AttachEvent) error {
+		layout = ev.Step
+		return nil
+	})
+	if err != nil || layout == nil || layout.NTasks() != 2 {
+		t.Fatalf("layout %+v %v", layout, err)
+	}
+
+	var got strings.Builder
+	var done *api.StepDone
+	attached := make(chan struct{})
+	go func() {
+		<-attached
+		in := api.AttachInput{StepInput: api.StepInput{JobID: id, StepID: step.ID, Data: []byte("hello\n")}, Task: 1}
+		if err := cl.AttachInput(ctx, in); err != nil {
+			t.Errorf("sattach input: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		// Both tasks stop: srun's input goes to all.
+		if err := cl.StepInput(ctx, api.StepInput{JobID: id, StepID: step.ID, Data: []byte("stop\n")}); err != nil {
+			t.Errorf("srun input: %v", err)
+		}
+	}()
+	err = cl.AttachStep(ctx, api.AttachRequest{JobID: id, StepID: step.ID, OutTask: 1, ErrTask: -1}, func(ev *api.AttachEvent) error {
+		switch {
+		case ev.Step != nil:
+			close(attached)
+		case ev.Stream != 0:
+			got.Write(ev.Data)
+		case ev.Done != nil:
+			done = ev.Done
+		}
+		return nil
+	})
+	if err != nil || done == nil {
+		t.Fatalf("attach: %v, done %+v", err, done)
+	}
+	if s := got.String(); !strings.Contains(s, "t1 got hello") || strings.Contains(s, "t0 ") || !strings.Contains(s, "t1 got stop") {
+		t.Errorf("sattach --output-filter=1 got %q", s)
+	}
+	lines := strings.Join(<-srunDone, "")
+	if strings.Contains(lines, "t0 got hello") || !strings.Contains(lines, "t1 got hello") || !strings.Contains(lines, "t0 got stop") {
+		t.Errorf("srun's output %q", lines)
+	}
+	// Over: attaching is refused as Slurm refuses a step that is gone.
+	err = cl.AttachStep(ctx, api.AttachRequest{JobID: id, StepID: step.ID, OutTask: -1, ErrTask: -1}, func(*api.AttachEvent) error { return nil })
+	if err == nil {
+		t.Error("attached to a step that is over")
+	}
+	_ = cl.Release(ctx, api.ReleaseRequest{JobID: id})
+}
+
+// The fan-out to sattach readers never blocks: a reader that does not
+// keep up loses what its queue cannot hold, and is told so.
+func TestAttachHubDrops(t *testing.T) {
+	var h attachHub
+	h.publish(api.StepEvent{Stream: api.StreamStdout, Data: []byte("nobody")})
+	r := &attachReader{outTask: -1, errTask: 0, ch: make(chan api.StepEvent, 2), over: make(chan struct{})}
+	if !h.add(r) {
+		t.Fatal("add")
+	}
+	for i := range 5 {
+		h.publish(api.StepEvent{Task: i % 2, Stream: api.StreamStdout, Data: []byte("x")})
+	}
+	h.publish(api.StepEvent{Task: 1, Stream: api.StreamStderr, Data: []byte("filtered")})
+	if len(r.ch) != 2 || r.dropped.Load() != 3 {
+		t.Errorf("queued %d dropped %d, want 2 and 3", len(r.ch), r.dropped.Load())
+	}
+	h.close(&api.StepDone{})
+	select {
+	case <-r.over:
+	default:
+		t.Error("reader not told the step is over")
+	}
+	if h.add(&attachReader{over: make(chan struct{})}) {
+		t.Error("attached after the end")
+	}
+}
+
+// srun --exclusive: steps of a job take CPUs no other exclusive step
+// holds; one that finds none free waits ("step creation temporarily
+// disabled"), and starts once a step ends. A request the job could never
+// hold is refused at once.
+func TestExclusiveSteps(t *testing.T) {
+	_, cl := startOne(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := holder(ctx, t, cl, 2) // both CPUs of node1
+	gate := filepath.Join(t.TempDir(), "gate")
+	step := func() api.StepRequest {
+		return api.StepRequest{JobID: id, NTasks: 1, Exclusive: true, Env: []string{"PATH=/usr/bin:/bin"},
+			Argv: []string{"sh", "-c", "while [ ! -e " + gate + " ]; do sleep 0.05; done"}}
+	}
+	first := runStepAsync(ctx, t, cl, step())
+	second := runStepAsync(ctx, t, cl, step())
+	for _, evs := range []<-chan api.StepEvent{first, second} {
+		if ev := <-evs; ev.Step == nil || !ev.Step.Exclusive {
+			t.Fatalf("first event %+v, want the step", ev)
+		}
+	}
+	third := runStepAsync(ctx, t, cl, step())
+	if ev := <-third; ev.Step != nil || ev.Warning != fmt.Sprintf("Job %d step creation temporarily disabled, retrying (Requested nodes are busy)", id) {
+		t.Fatalf("third step, both CPUs held: %+v", ev)
+	}
+	select {
+	case ev := <-third:
+		t.Fatalf("the third step went on while both CPUs were held: %+v", ev)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	if jobs, err := cl.Jobs(ctx); err != nil || len(jobs) != 1 || len(jobs[0].Steps) != 2 {
+		t.Fatalf("steps while the third waits: %+v %v", jobs, err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	started := false
+	for ev := range third {
+		started = started || ev.Step != nil
+	}
+	for range first {
+	}
+	for range second {
+	}
+	if !started {
+		t.Error("the third step never started")
+	}
+	// Three CPUs for one task: more than the job has, refused at once.
+	err := cl.RunStep(ctx, api.StepRequest{JobID: id, NTasks: 1, CPUsPerTask: 3, Exclusive: true, Argv: []string{"true"}}, func(*api.StepEvent) error { return nil }, nil)
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Message == api.ErrNodesBusy {
+		t.Errorf("an impossible exclusive step: %v", err)
 	}
 }

@@ -92,7 +92,7 @@ func (d *Daemon) updateJob(id peer.Identity, req api.UpdateRequest) error {
 		}
 	}
 	if j.State == api.StatePending {
-		if err := validateSpec(d.cfg, &spec); err != nil {
+		if err := validateSpec(d.conf(), &spec); err != nil {
 			return err
 		}
 		d.view.forget(j.ID)

@@ -21,7 +21,7 @@ func (d *Daemon) signalJobScope(j *api.Job, sig int, scope string) error {
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
-	return d.peers.CallNode(ctx, addr, "/internal/signal", agent.SignalRequest{JobID: j.ID, Signal: sig, KillWait: d.cfg.KillWaitTime(), Scope: scope, Start: j.StartTime}, nil)
+	return d.peers.CallNode(ctx, addr, "/internal/signal", agent.SignalRequest{JobID: j.ID, Signal: sig, KillWait: d.conf().KillWaitTime(), Scope: scope, Start: j.StartTime}, nil)
 }
 
 // sendWarnSignals delivers --signal=[B:]SIG@secs: once a running job is

@@ -1,13 +1,19 @@
 package commands
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/config"
 	"hpc/cluster/jobspec"
 	"hpc/commands/format"
 )
@@ -47,6 +53,27 @@ type sacctParams struct {
 	parsable, trailing, noHeader   bool
 	brief, long                    bool
 	now                            time.Time
+
+	// -q, -g, -k/-K, -C, -R: what rows must have.
+	qos, reasons     map[string]bool
+	qosNames         []string // -q as given
+	gids             map[uint32]bool
+	tlMin, tlMax     int64 // minutes; 0: not given
+	constraints      []string
+	constraintsGiven bool
+	// Filters that select nothing in hpc: association ids (-x; hpc's
+	// associations have none), wckeys (-W; hpc keeps none: every job's is
+	// ""), job flags (-F other than None: hpc records none).
+	noMatch bool
+	// -M: the clusters asked for; nil: this one.
+	clusters []string
+	// -c/-f: job completion records (hpc has no jobcomp plugin: none).
+	completion bool
+	// -B, --env-vars: print the stored batch script or environment.
+	script, env bool
+	delimiter   string
+	mime        string // --json, --yaml: openapi/dbv0.0.38's jobs
+	notes       notices
 }
 
 // sacctMain is sacct.
@@ -55,21 +82,123 @@ func sacctMain(e *Env, prog string, args []string) int {
 	if !ok {
 		return code
 	}
-	cl, ctx, cancel, err := connect(e)
-	var rows []api.AcctRow
-	if err == nil {
-		defer cancel()
-		rows, err = cl.Acct(ctx, p.q)
+	opts := format.SacctOptions{
+		Fields: p.fields, Parsable: p.parsable, ParsableTrailing: p.trailing, NoHeader: p.noHeader, Now: p.now,
+		Delimiter: p.delimiter,
+	}
+	if p.completion && p.mime == "" {
+		// No job completion plugin: no records, as sacct with
+		// JobCompType=jobcomp/none prints them.
+		fmt.Fprint(e.Stdout, format.Sacct(nil, opts))
+		return 0
+	}
+	rows, err := p.fetch(e)
+	if q := (quit{}); errors.As(err, &q) {
+		fmt.Fprintf(e.Stderr, "%s: fatal: problem processing qos list\n", prog)
+		return 1
 	}
 	if err != nil {
 		_, msg := errText(err)
 		e.errorf(prog, "%s", msg)
 		return 1
 	}
-	fmt.Fprint(e.Stdout, format.Sacct(p.filter(rows), format.SacctOptions{
-		Fields: p.fields, Parsable: p.parsable, ParsableTrailing: p.trailing, NoHeader: p.noHeader, Now: p.now,
-	}))
+	rows = p.filter(rows)
+	if p.mime != "" {
+		name, _ := clusterName(e)
+		var b strings.Builder
+		if p.mime == "json" {
+			writeJSON(&b, sacctData(rows, name), 0)
+		} else {
+			b.WriteString("---")
+			writeYAML(&b, sacctData(rows, name), 0, false)
+			b.WriteString("...\n")
+		}
+		fmt.Fprint(e.Stdout, b.String())
+		return 0
+	}
+	if p.script || p.env {
+		fmt.Fprint(e.Stdout, sacctTexts(rows, p.script))
+		return 0
+	}
+	fmt.Fprint(e.Stdout, format.Sacct(rows, opts))
 	return 0
+}
+
+// fetch reads the rows from the cluster, none when -M names only other
+// clusters.
+func (p *sacctParams) fetch(e *Env) ([]api.AcctRow, error) {
+	if p.clusters != nil {
+		own, err := clusterName(e)
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for _, c := range p.clusters {
+			found = found || strings.EqualFold(c, own)
+		}
+		if !found {
+			return nil, nil
+		}
+	}
+	cl, ctx, cancel, err := connect(e)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	if p.qos != nil {
+		if err := p.checkQOS(ctx, e, cl); err != nil {
+			return nil, err
+		}
+	}
+	return cl.Acct(ctx, p.q)
+}
+
+// checkQOS resolves -q's names against the QOS sacctmgr knows, as
+// slurmdb_addto_qos_char_list does: an unknown name is fatal.
+func (p *sacctParams) checkQOS(ctx context.Context, e *Env, cl *api.Client) error {
+	st, err := cl.Acctmgr(ctx)
+	if err != nil {
+		return err
+	}
+	var names []string
+	known := map[string]bool{}
+	for _, q := range st.QOS {
+		names = append(names, q.Name)
+		known[strings.ToLower(q.Name)] = true
+	}
+	for _, q := range p.qosNames {
+		if !known[strings.ToLower(strings.TrimLeft(q, "+-"))] {
+			e.errorf("sacct", "You gave a bad qos '%s'. Valid QOS's are %s", q, strings.Join(names, ","))
+			return quit{1}
+		}
+	}
+	return nil
+}
+
+// sacctTexts prints -B (script) or --env-vars for each job row, as sacct
+// does: "NONE" where the store has none (not kept, or not the caller's
+// to see).
+func sacctTexts(rows []api.AcctRow, script bool) string {
+	const rule = "--------------------------------------------------------------------------------"
+	var b strings.Builder
+	for _, r := range rows {
+		if r.Step != "" {
+			continue
+		}
+		text := "NONE\n"
+		if script {
+			if r.Script != nil {
+				text = *r.Script
+			}
+			fmt.Fprintf(&b, "Batch Script for %d\n%s\n%s\n", r.JobID, rule, text)
+			continue
+		}
+		if r.Env != nil {
+			text = strings.Join(r.Env, "\n") + "\n"
+		}
+		fmt.Fprintf(&b, "Environment used for %d (must be batch to display)\n%s\n%s\n", r.JobID, rule, text)
+	}
+	return b.String()
 }
 
 // parseSacct reads sacct's options and settles the fields and the time
@@ -80,6 +209,22 @@ func parseSacct(e *Env, prog string, args []string) (p *sacctParams, code int, o
 	_, code, done := parseOpts(e, prog, sacctOpts, args, p.option(e, prog))
 	if done {
 		return nil, code, false
+	}
+	p.notes.flush(e, prog)
+	if (p.script || p.env) && len(p.q.JobIDs) == 0 {
+		what := "job scripts"
+		if p.env {
+			what = "job environment"
+		}
+		fmt.Fprintf(e.Stderr, "%s: fatal: When requesting %s you must also request specific jobs with the '-j' option.\n", prog, what)
+		return nil, 1, false
+	}
+	if p.script && p.env {
+		fmt.Fprintf(e.Stderr, "%s: fatal: Options --batch-script and --env-vars are mutually exclusive\n", prog)
+		return nil, 1, false
+	}
+	if p.script || p.env {
+		p.q.JobsOnly = true
 	}
 	if p.long && len(p.fields) > 0 {
 		fmt.Fprintf(e.Stderr, "%s: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n", prog)
@@ -126,7 +271,9 @@ func (p *sacctParams) option(e *Env, prog string) func(o *jobspec.Opt, val strin
 			p.q.JobsOnly = true
 		case "b":
 			p.brief = true
-		case "D", "federation", "local", "L", "noconvert", "T", "use-local-uid", "v", "units":
+		case "D", "federation", "local", "L", "noconvert", "T", "use-local-uid", "units":
+		case "v":
+			p.notes.verbose++
 		case "e":
 			printSacctFieldNames(e)
 			return quit{0}
@@ -186,16 +333,164 @@ func (p *sacctParams) option(e *Env, prog string) func(o *jobspec.Opt, val strin
 			fmt.Fprintln(e.Stdout, slurmVersion)
 			return quit{0}
 		default:
-			// -B, -c, -C, -f, -F, -g, -k, -K, -M, -q, -R, -W, -x, --env-vars,
-			// --delimiter, --whole-hetjob, --json, --yaml
-			name := o.Long
-			if name == "" {
-				name = string(o.Short)
-			}
-			return fail("--%s is not supported by hpc's accounting yet", name)
+			return p.selector(e, prog, o, val, fail)
 		}
 		return nil
 	}
+}
+
+// selector applies sacct's other options: -q, -g, -k/-K, -C, -R, -x, -W,
+// -F, -M, -c/-f, -B, --env-vars, --delimiter, --whole-hetjob, --json and
+// --yaml.
+func (p *sacctParams) selector(e *Env, prog string, o *jobspec.Opt, val string, fail func(string, ...any) error) error {
+	switch o.ID() {
+	case "q":
+		p.qos, p.qosNames = lowerSet(val), splitList(val)
+	case "g":
+		return p.setGroups(val, fail)
+	case "k", "K":
+		m, err := config.ParseTime(val)
+		if err != nil || (m <= 0 && m != config.Unlimited) {
+			fmt.Fprintf(e.Stderr, "%s: fatal: Invalid time limit specification\n", prog)
+			return quit{1}
+		}
+		if m == config.Unlimited {
+			m = math.MaxInt64
+		}
+		if o.ID() == "k" {
+			p.tlMin = m
+		} else {
+			p.tlMax = m
+		}
+	case "C":
+		p.constraints, p.constraintsGiven = append(p.constraints, strings.Split(val, ",")...), true
+	case "R":
+		if p.reasons == nil {
+			p.reasons = map[string]bool{}
+		}
+		for _, r := range splitList(val) {
+			p.reasons[strings.ToLower(r)] = true
+		}
+	case "x":
+		p.noMatch = true
+		p.notes.add("--associations: hpc's associations have no ids; no job matches")
+	case "W":
+		for _, w := range splitList(val) {
+			p.noMatch = p.noMatch || w != ""
+		}
+		p.notes.add("--wckeys: hpc keeps no wckeys (every job's is empty); no job matches")
+	case "F":
+		return p.setFlags(e, prog, val)
+	case "M":
+		if strings.EqualFold(val, "all") || val == "-1" {
+			p.clusters = nil
+		} else {
+			p.clusters = append(p.clusters, splitList(val)...)
+		}
+	case "f":
+		if fi, err := os.Stat(val); err != nil || !fi.Mode().IsRegular() {
+			fmt.Fprintf(e.Stderr, "%s is not a valid file\n", val)
+			return quit{1}
+		}
+		p.completion = true
+		p.notes.add("--file: hpc has no job completion plugin (JobCompType=jobcomp/none): no completion records")
+	case "c":
+		p.completion = true
+		p.notes.add("--completion: hpc has no job completion plugin (JobCompType=jobcomp/none): no completion records")
+	case "B":
+		p.script = true
+	case "env-vars":
+		p.env = true
+	case "delimiter":
+		p.delimiter = val
+	case "whole-hetjob":
+		switch strings.ToLower(val) {
+		case "", "yes", "y", "no", "n":
+			p.notes.add("--whole-hetjob: hpc runs no heterogeneous jobs; no effect")
+		default:
+			return fail("Invalid --whole-hetjob value \"%s\". Valid values: [yes|no].", val)
+		}
+	default: // --json, --yaml
+		p.mime = o.Long
+	}
+	return nil
+}
+
+// setGroups applies -g: groups by name or gid.
+func (p *sacctParams) setGroups(val string, fail func(string, ...any) error) error {
+	if p.gids == nil {
+		p.gids = map[uint32]bool{}
+	}
+	for _, g := range splitList(val) {
+		gid, ok := lookupGID(g)
+		if !ok {
+			return fail("Invalid group id: %s", g)
+		}
+		p.gids[gid] = true
+	}
+	return nil
+}
+
+// setFlags applies -F: None selects the jobs without scheduler flags
+// (every job of hpc, which records none); SchedSubmit, SchedMain,
+// SchedBackfill and StartRecieved select jobs that have one (none).
+func (p *sacctParams) setFlags(e *Env, prog, val string) error {
+	for _, f := range strings.Split(val, ",") {
+		l := strings.ToLower(f)
+		switch {
+		case strings.Contains(l, "none"):
+		case strings.Contains(l, "schedsubmit"), strings.Contains(l, "schedmain"),
+			strings.Contains(l, "schedbackfill"), strings.Contains(l, "startrecieved"):
+			p.noMatch = true
+		default:
+			e.errorf(prog, "str_2_job_flags: Invalid job flag %s", f)
+			return quit{1}
+		}
+	}
+	p.notes.add("--flags: hpc records no scheduler flags on jobs (every job's are None)")
+	return nil
+}
+
+// lookupGID resolves a group name or number to a gid.
+func lookupGID(name string) (uint32, bool) {
+	if g, err := user.LookupGroup(name); err == nil {
+		if id, err := strconv.ParseUint(g.Gid, 10, 32); err == nil {
+			return uint32(id), true
+		}
+	}
+	if id, err := strconv.ParseUint(name, 10, 32); err == nil {
+		return uint32(id), true
+	}
+	return 0, false
+}
+
+// timeLimitOK is -k/-K as slurmdbd applies them: with -k alone the limit
+// must be exactly it; with both, within [k, K]; -K alone does nothing.
+func (p *sacctParams) timeLimitOK(min int64) bool {
+	if p.tlMin == 0 {
+		return true
+	}
+	if min < 0 {
+		min = math.MaxInt64
+	}
+	if p.tlMax == 0 {
+		return min == p.tlMin
+	}
+	return min >= p.tlMin && min <= p.tlMax
+}
+
+// constraintsOK is -C as slurmdbd applies it: every name given is part
+// of the job's constraints; an empty name selects jobs without any.
+func (p *sacctParams) constraintsOK(c string) bool {
+	if !p.constraintsGiven {
+		return true
+	}
+	for _, want := range p.constraints {
+		if (want == "" && c != "") || !strings.Contains(c, want) {
+			return false
+		}
+	}
+	return true
 }
 
 // addJobs applies -j: job ids, a step's (12.0) standing for its job's.
@@ -259,7 +554,8 @@ func (p *sacctParams) filter(rows []api.AcctRow) []api.AcctRow {
 			(p.nodes == nil || intersects(p.nodes, expandOrNone(r.NodeList))) &&
 			inRange(acctNodeCount(r), p.nnodes) && inRange(r.AllocCPUs, p.ncpus) &&
 			(p.start.IsZero() || r.End.IsZero() || !r.End.Before(p.start)) &&
-			(p.end.IsZero() || !r.Submit.After(p.end))
+			(p.end.IsZero() || !r.Submit.After(p.end)) &&
+			p.selected(r)
 		keep[r.JobID] = ok
 	}
 	var out []api.AcctRow
@@ -269,6 +565,19 @@ func (p *sacctParams) filter(rows []api.AcctRow) []api.AcctRow {
 		}
 	}
 	return out
+}
+
+// selected applies -q, -g, -k/-K, -C, -R and the filters nothing passes.
+func (p *sacctParams) selected(r api.AcctRow) bool {
+	reason := r.Reason
+	if reason == "" {
+		reason = "None"
+	}
+	return !p.noMatch &&
+		(p.qos == nil || p.qos[strings.ToLower(r.QOS)]) &&
+		(p.gids == nil || p.gids[r.GID]) &&
+		(p.reasons == nil || p.reasons[strings.ToLower(reason)]) &&
+		p.timeLimitOK(r.TimeLimitMin) && p.constraintsOK(r.Constraints)
 }
 
 func printSacctFieldNames(e *Env) {
@@ -333,28 +642,31 @@ Valid <OPTION> values are:
   -a, --allusers:         jobs of every user, not only yours
   -A, --accounts:         only jobs charged to these accounts (comma-separated)
   -b, --brief:            the fields jobid, state and exitcode
-  -B, --batch-script:     print the job's batch script (not on hpc yet)
-  -c, --completion:       completion records (not on hpc yet)
-  -C, --constraints:      jobs that asked for these features (not on hpc yet)
-      --delimiter:        the separator of -p and -P (not on hpc yet)
+  -B, --batch-script:     print the jobs' batch scripts (-j needed; kept where
+                          AccountingStoreFlags has job_script)
+  -c, --completion:       completion records (hpc has no jobcomp plugin: none)
+  -C, --constraints:      jobs whose constraints hold all of these
+      --delimiter:        the separator of -p and -P (default '|')
   -D, --duplicates:       every record of a requeued job (no effect on hpc)
   -e, --helpformat, --help-fields:
                           list the fields -o accepts
   -E, --endtime:          only jobs in a state before this time
-      --env-vars:         print the batch script's environment (not on hpc yet)
-  -f, --file:             read records from this file (not on hpc yet)
-  -F, --flags:            query flags (not on hpc yet)
-  -g, --gid, --group:     only jobs of these groups (not on hpc yet)
+      --env-vars:         print the jobs' environments (-j needed; kept where
+                          AccountingStoreFlags has job_env)
+  -f, --file:             completion records of this file (hpc: none)
+  -F, --flags:            jobs with these scheduler flags (hpc records none:
+                          only None selects jobs)
+  -g, --gid, --group:     only jobs of these groups
   -h, --help:             print this help
   -i, --nnodes:           only jobs that ran on this many nodes (N or N-M)
   -I, --ncpus:            only jobs that had this many CPUs (N or N-M)
   -j, --jobs:             only these jobs and steps (job[.step], comma-separated)
-  -k, --timelimit-min:    jobs with at least this time limit (not on hpc yet)
-  -K, --timelimit-max:    jobs with at most this time limit (not on hpc yet)
+  -k, --timelimit-min:    jobs with this time limit (the least, with -K)
+  -K, --timelimit-max:    with -k, the greatest time limit
   -l, --long:             the long list of fields
   -L, --allclusters:      jobs of every cluster (no effect: hpc runs one)
   -M, --clusters, --cluster:
-                          clusters to report on (not on hpc: it runs one)
+                          clusters to report on (hpc runs one; all: it)
       --name:             only jobs with these names
   -n, --noheader:         no header lines
   -N, --nodelist:         only jobs that ran on these nodes
@@ -363,9 +675,9 @@ Valid <OPTION> values are:
   -o, --format, --fields: the fields to print (see -e), name%width to size them
   -p, --parsable:         fields separated by '|', with a '|' at the end
   -P, --parsable2:        fields separated by '|', nothing at the end
-  -q, --qos:              only jobs of these QOS (not on hpc yet)
+  -q, --qos:              only jobs of these QOS
   -r, --partition:        only jobs in these partitions
-  -R, --reason:           jobs pending for these reasons (not on hpc yet)
+  -R, --reason:           jobs that waited last for these reasons
   -s, --state:            only jobs in these states (CD, F, R, PD, CA, TO...)
   -S, --starttime:        only jobs in a state after this time (default:
                           midnight today, unless -j is given)
@@ -373,15 +685,15 @@ Valid <OPTION> values are:
   -u, --uid, --user:      only jobs of these users
       --use-local-uid:    resolve user names locally (no effect on hpc)
   -U, --usage:            print a short list of the options
-  -v, --verbose:          say more (no effect on hpc)
+  -v, --verbose:          say which options mean nothing in hpc
   -V, --version:          print the Slurm version hpc follows
-  -W, --wckeys:           only jobs with these wckeys (not on hpc yet)
-      --whole-hetjob:     every part of a heterogeneous job (not on hpc yet)
-  -x, --associations:     jobs of these association ids (not on hpc yet)
+  -W, --wckeys:           only jobs with these wckeys (hpc keeps none)
+      --whole-hetjob:     every part of a heterogeneous job (hpc runs none)
+  -x, --associations:     jobs of these association ids (hpc's have none)
   -X, --allocations:      the jobs' allocations only, not their steps
       --federation:       jobs of the federation (no effect on hpc)
       --local:            jobs of this cluster only (no effect on hpc)
-      --json, --yaml:     records as JSON or YAML (not on hpc yet)
+      --json, --yaml:     the jobs as slurmrestd's openapi/dbv0.0.38 gives them
 
 valid start/end time formats are...
   HH:MM[:SS][AM|PM]  MMDD[YY]  MM/DD[/YY]  MM.DD[.YY]  YYYY-MM-DD[THH:MM[:SS]]

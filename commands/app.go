@@ -90,6 +90,11 @@ var slurmCommands = map[string]slurmMain{
 	"sshare":   sshareMain,
 	"sreport":  sreportMain,
 	"sdiag":    sdiagMain,
+	"sstat":    sstatMain,
+	"sbcast":   sbcastMain,
+	"sgather":  sgatherMain,
+	"strigger": striggerMain,
+	"sattach":  sattachMain,
 }
 
 // LinkNames are the Slurm command names install-links creates, in the
@@ -97,6 +102,9 @@ var slurmCommands = map[string]slurmMain{
 var LinkNames = []string{
 	"sbatch", "srun", "salloc", "squeue", "sinfo", "scancel",
 	"scontrol", "sacct", "sreport", "sshare", "sacctmgr", "sprio", "sdiag",
+	"sstat", "sbcast", "sgather",
+	"strigger",
+	"sattach",
 }
 
 // notImplemented answers for the Slurm names hpc does not implement yet.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
@@ -148,8 +149,7 @@ func (p *scancelParams) option(e *Env, prog string) func(o *jobspec.Opt, val str
 		case "i":
 			p.interactive = true
 		case "M":
-			e.errorf(prog, "hpc runs one cluster: -M/--clusters is not supported")
-			return quit{1}
+			return clustersOption(e, prog, val) // hpc runs one cluster: its name or all
 		case "n":
 			p.name = val
 		case "me":
@@ -259,16 +259,37 @@ func (c *canceller) request(job uint64) string {
 	case p.batch:
 		req.Scope = api.SignalBatch
 	}
-	results, err := c.cl.Cancel(c.ctx, req)
-	if err != nil {
-		_, errMsg := errText(err)
-		return errMsg
+	// A job that cannot take the request yet (a signal before it starts)
+	// is asked again, as Slurm's scancel does: up to 10 times, 5 s, 6 s,
+	// ... apart.
+	for i := 0; ; i++ {
+		results, err := c.cl.Cancel(c.ctx, req)
+		if err != nil {
+			_, errMsg := errText(err)
+			return errMsg
+		}
+		if len(results) == 0 {
+			return ""
+		}
+		if results[0].Error != api.ErrTransitionState || i+1 == cancelRetries {
+			return results[0].Error
+		}
+		if p.verbose > 0 {
+			fmt.Fprintf(c.e.Stderr, "%s: Job is in transitional state, retrying\n", c.prog)
+		}
+		select {
+		case <-time.After(cancelRetryWait(i)):
+		case <-c.ctx.Done():
+			return results[0].Error
+		}
 	}
-	if len(results) > 0 {
-		return results[0].Error
-	}
-	return ""
 }
+
+// scancel's retries of a job in a transitional state, and the wait before
+// retry i (a variable for tests).
+const cancelRetries = 10
+
+var cancelRetryWait = func(i int) time.Duration { return time.Duration(5+i) * time.Second }
 
 // cancelSelected loads the job list and sends to the live jobs that the
 // ids and filters select, pending ones first (asking first with -i).
@@ -516,7 +537,8 @@ const scancelHelp = `Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]
   -R, --reservation=name          act only on jobs in this reservation
       --wckey=wckey               act only on jobs with this wckey
       --jobname=job_name          the same as -n/--name
-  -M, --cluster, --clusters       refused: hpc runs one cluster
+  -M, --cluster, --clusters       the cluster to act on (hpc runs one: its
+                                  name or all)
       --ctld, --sibling           accepted, no effect
 
 Help options:

@@ -46,8 +46,7 @@ func scontrolMain(e *Env, prog string, args []string) int {
 			s.details = true
 		case "a", "federation", "F", "hide", "local", "sibling", "v":
 		case "M":
-			e.errorf(prog, "hpc runs one cluster: -M/--clusters is not supported")
-			return quit{1}
+			return clustersOption(e, prog, val) // hpc runs one cluster: its name or all
 		case "h":
 			io.WriteString(e.Stdout, scontrolHelp)
 			return quit{0}
@@ -56,8 +55,7 @@ func scontrolMain(e *Env, prog string, args []string) int {
 		case "Q":
 			s.quiet = true
 		case "u":
-			e.errorf(prog, "--uid is not supported by hpc: requests are made as the caller")
-			return quit{1}
+			return scontrolUID(e, prog, val)
 		case "V":
 			fmt.Fprintln(e.Stdout, slurmVersion)
 			return quit{0}
@@ -139,9 +137,17 @@ func (s *scontrol) command(argv []string) {
 		s.takeover(argv)
 	case keyword(tag, "write", 5):
 		s.write(argv)
+	case keyword(tag, "create", 2):
+		s.create(argv)
+	case keyword(tag, "delete", 3):
+		s.delete(argv)
+	case keyword(tag, "reconfigure", 3):
+		s.reconfigure(argv)
+	case keyword(tag, "pidinfo", 3):
+		s.pidinfo(argv)
 	case keyword(tag, "requeuehold", 8), keyword(tag, "suspend", 2), keyword(tag, "resume", 3),
-		keyword(tag, "top", 3), keyword(tag, "notify", 1), keyword(tag, "reconfigure", 3),
-		keyword(tag, "shutdown", 8), keyword(tag, "create", 2), keyword(tag, "delete", 3),
+		keyword(tag, "top", 3), keyword(tag, "notify", 1),
+		keyword(tag, "shutdown", 8),
 		keyword(tag, "reboot", 3), keyword(tag, "wait_job", 2):
 		s.fail("%s: error: %s: the controller does not support this command yet\n", s.prog, strings.ToLower(tag))
 	default:
@@ -154,6 +160,10 @@ func (s *scontrol) command(argv []string) {
 func (s *scontrol) update(argv []string) {
 	if len(argv) < 2 {
 		s.fail("too few arguments for keyword:%s\n", argv[0])
+		return
+	}
+	if partitionUpdate(argv[1:]) {
+		s.updatePartition(argv[1:])
 		return
 	}
 	req := api.UpdateRequest{Set: map[string]string{}}
@@ -207,7 +217,7 @@ func (s *scontrol) write(argv []string) {
 		s.fail("too few arguments for keyword:%s\n", argv[0])
 		return
 	case keyword(argv[1], "config", 6):
-		s.fail("%s: error: write config: the controller does not support this command yet\n", s.prog)
+		s.writeConfig(argv)
 		return
 	case !keyword(argv[1], "batch_script", 5):
 		s.fail("invalid write argument:%s\n", argv[1])
@@ -1060,6 +1070,12 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
   update JobId= (TimeLimit, Partition, NumNodes, JobName) and NodeName= (State=DRAIN|RESUME|DOWN Reason=)
   are supported; takeover [NODE] moves the controller role (default: this node).
 
-  Not in hpc yet (refused with an error): reconfigure, requeuehold, suspend,
-  resume, top, notify, shutdown, create, delete, reboot and wait_job.
+  create PartitionName=<name> <key>=<value>..., update PartitionName=<name>
+  <key>=<value>... and delete PartitionName=<name> change partitions (keys as
+  slurm.conf's PartitionName lines take them); reconfigure re-reads slurm.conf;
+  write config [<file>] writes the running configuration; pidinfo <pid> names
+  the job of a process of this node.
+
+  Not in hpc yet (refused with an error): requeuehold, suspend, resume, top,
+  notify, shutdown, reboot and wait_job.
 `

@@ -32,6 +32,9 @@ type fakeCluster struct {
 	acctQ    []string
 	nextID   uint64
 	fail     string // when set, every request fails with this Slurm error
+	// pendingSignals is how many more signals to a pending job are
+	// answered as the controller answers them before it starts.
+	pendingSignals int
 }
 
 func at(h, m, s int) time.Time { return time.Date(2026, 11, 30, h, m, s, 0, time.Local) }
@@ -255,6 +258,9 @@ func (f *fakeCluster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					res.Error = api.ErrAlreadyDone
 				case f.jobs[i].UID == 65534:
 					res.Error = api.ErrAccessDenied
+				case req.Signal != 0 && req.Signal != 9 && f.jobs[i].State == api.StatePending && f.pendingSignals > 0:
+					f.pendingSignals--
+					res.Error = api.ErrTransitionState
 				default:
 					res.Error = ""
 					if req.Signal == 0 || req.Signal == 9 {

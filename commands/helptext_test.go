@@ -106,8 +106,11 @@ func helpOptionNames() map[string][]string {
 		"sacct": longs(sacctOpts.Opts), "scancel": longs(scancelOpts.Opts), "scontrol": longs(scontrolOpts.Opts),
 		"sinfo": longs(sinfoOpts.Opts), "squeue": longs(squeueOpts.Opts), "sdiag": longs(sdiagOpts.Opts),
 		"sprio": longs(sprioOpts.Opts), "sreport": longs(sreportOpts.Opts), "sshare": longs(sshareOpts.Opts),
-		"srun":   longs(allocOptions, runOnlyOptions, srunOnlyOptions),
-		"salloc": longs(allocOptions, runOnlyOptions, sallocOnlyOptions),
+	}
+	// srun's and salloc's tables as runGetopt builds them.
+	for _, prog := range []string{"srun", "salloc"} {
+		g, _ := runGetopt(prog)
+		m[prog] = longs(g.Opts)
 	}
 	if src, err := os.ReadFile("../cluster/jobspec/options.go"); err == nil {
 		for _, s := range regexp.MustCompile(`\{Opt\{"([a-z0-9-]+)"`).FindAllSubmatch(src, -1) {

@@ -17,6 +17,40 @@ import (
 // and %o its offset within the line's ranks, as in Slurm. Comments start
 // with '#'.
 func multiProg(path, cwd string) ([]string, error) {
+	lines, err := readMultiProg(path, cwd)
+	if err != nil {
+		return nil, err
+	}
+	var script strings.Builder
+	script.WriteString(`case "$SLURM_PROCID" in` + "\n")
+	for _, l := range lines {
+		for off, r := range l.ranks {
+			if r < 0 {
+				script.WriteString("*) ")
+			} else {
+				fmt.Fprintf(&script, "%d) ", r)
+			}
+			script.WriteString("exec")
+			for _, a := range l.args {
+				script.WriteString(" " + shellWord(a, off))
+			}
+			script.WriteString(" ;;\n")
+		}
+	}
+	script.WriteString(`*) echo "srun: error: no executable for task $SLURM_PROCID in the multi-prog file" >&2; exit 1 ;;` + "\nesac\n")
+	return []string{"/bin/sh", "-c", script.String()}, nil
+}
+
+// mpLine is a line of a multi-prog file: its ranks (-1: any) and its
+// program and arguments.
+type mpLine struct {
+	ranks []int
+	args  []string
+}
+
+// readMultiProg reads a multi-prog file. A line that ends in a backslash
+// goes on on the next one, as in Slurm's.
+func readMultiProg(path, cwd string) ([]mpLine, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(cwd, path)
 	}
@@ -24,10 +58,15 @@ func multiProg(path, cwd string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var script strings.Builder
-	script.WriteString(`case "$SLURM_PROCID" in` + "\n")
-	lines := 0
-	for n, line := range strings.Split(string(b), "\n") {
+	var lines []mpLine
+	raw := strings.Split(string(b), "\n")
+	for n := 0; n < len(raw); n++ {
+		line, first := raw[n], n
+		for strings.HasSuffix(line, "\\") && n+1 < len(raw) {
+			n++
+			line = strings.TrimSuffix(line, "\\") + " " + raw[n]
+		}
+		line = strings.TrimSuffix(line, "\\")
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
@@ -36,31 +75,49 @@ func multiProg(path, cwd string) ([]string, error) {
 			continue
 		}
 		if len(f) < 2 {
-			return nil, fmt.Errorf("%s line %d: expected \"ranks program [args]\"", path, n+1)
+			return nil, fmt.Errorf("Line %d of configuration file %s invalid", first+1, path)
 		}
 		ranks, err := multiProgRanks(f[0])
 		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %v", path, n+1, err)
+			return nil, fmt.Errorf("Line %d of configuration file %s invalid", first+1, path)
 		}
-		for off, r := range ranks {
-			if r < 0 {
-				script.WriteString("*) ")
-			} else {
-				fmt.Fprintf(&script, "%d) ", r)
-			}
-			script.WriteString("exec")
-			for _, a := range f[1:] {
-				script.WriteString(" " + shellWord(a, off))
-			}
-			script.WriteString(" ;;\n")
-		}
-		lines++
+		lines = append(lines, mpLine{ranks: ranks, args: f[1:]})
 	}
-	if lines == 0 {
+	if len(lines) == 0 {
 		return nil, fmt.Errorf("%s: no programs in the multi-prog file", path)
 	}
-	script.WriteString(`*) echo "srun: error: no executable for task $SLURM_PROCID in the multi-prog file" >&2; exit 1 ;;` + "\nesac\n")
-	return []string{"/bin/sh", "-c", script.String()}, nil
+	return lines, nil
+}
+
+// multiProgExecs is the program each of ntasks tasks runs, as srun checks
+// a multi-prog file against its task count: a task no line names makes
+// the file invalid.
+func multiProgExecs(name, cwd string, ntasks int) ([]string, error) {
+	lines, err := readMultiProg(name, cwd)
+	if err != nil {
+		return nil, err
+	}
+	execs := make([]string, ntasks)
+	for _, l := range lines {
+		for _, r := range l.ranks {
+			switch {
+			case r < 0:
+				for t := range execs {
+					if execs[t] == "" {
+						execs[t] = l.args[0]
+					}
+				}
+			case r < ntasks && execs[r] == "":
+				execs[r] = l.args[0]
+			}
+		}
+	}
+	for t, x := range execs {
+		if x == "" {
+			return nil, fmt.Errorf("Configuration file %s invalid, no record for task id %d", name, t)
+		}
+	}
+	return execs, nil
 }
 
 // multiProgRanks reads a line's ranks; "*" is -1 (any task).

@@ -33,11 +33,14 @@ func sinfoMain(e *Env, prog string, args []string) int {
 	allStates, dead, responding, resv := false, false, false, false
 	aSet, pSet := false, false
 	iterate := 0
+	cluster := "" // -M: this cluster's name
 	fail := func(f string, a ...any) error {
 		e.errorf(prog, f, a...)
 		return quit{1}
 	}
+	var given givenOpts // for -v
 	rest, code, done := parseOpts(e, prog, sinfoOpts, args, func(opt *jobspec.Opt, val string, _ bool) error {
+		given.note(opt.ID(), val)
 		switch opt.ID() {
 		case "a":
 			aSet, parts = true, nil
@@ -59,7 +62,11 @@ func sinfoMain(e *Env, prog string, args []string) int {
 		case "l":
 			o.Long = true
 		case "M":
-			return fail("hpc runs one cluster: -M/--clusters is not supported")
+			name, ok := resolveClusters(e, prog, val)
+			if !ok {
+				return quit{1}
+			}
+			cluster = name
 		case "n":
 			names, ok := expandHosts(val)
 			if !ok {
@@ -84,7 +91,7 @@ func sinfoMain(e *Env, prog string, args []string) int {
 		case "s":
 			o.Summarize = true
 		case "S":
-			return fail("-S/--sort is not supported by hpc yet")
+			o.Sort = val
 		case "t":
 			if strings.EqualFold(val, "all") {
 				allStates, states = true, nil
@@ -103,7 +110,7 @@ func sinfoMain(e *Env, prog string, args []string) int {
 			fmt.Fprintln(e.Stdout, slurmVersion)
 			return quit{0}
 		case "json", "yaml":
-			return fail("--%s output is not supported by hpc", opt.Long)
+			return fail("--%s output is not supported by hpc's sinfo yet: it prints text only", opt.Long)
 		}
 		return nil
 	})
@@ -147,9 +154,15 @@ func sinfoMain(e *Env, prog string, args []string) int {
 	if o.ListReasons && states == nil && !allStates {
 		states = format.ReasonStates
 	}
+	if given.count["v"] > 0 {
+		sinfoDumpOf(e, given, o, iterate).write(e.Stdout)
+	}
 	for {
-		if !o.NoHeader && iterate > 0 && !o.Long {
+		if !o.NoHeader && (iterate > 0 || given.count["v"] > 0) && !o.Long {
 			fmt.Fprintln(e.Stdout, format.CTime(e.Now()))
+		}
+		if cluster != "" && !o.NoHeader {
+			fmt.Fprintf(e.Stdout, "CLUSTER: %s\n", cluster)
 		}
 		code := sinfoOnce(e, o, parts, nodes, states, dead, responding, resv)
 		if code != 0 || iterate == 0 {
@@ -229,9 +242,10 @@ const sinfoHelp = `Usage: sinfo [OPTIONS]
   -T, --reservation          show only reservation information
   -v, --verbose              verbosity level
   -V, --version              output version information and exit
-  -S, --sort=fields          refused: not in hpc yet
+  -S, --sort=fields          sort by these -o letters ('-' descending, '#P'
+                             partitions in slurm.conf's order)
       --noconvert            accepted, no effect
-  -M, --cluster, --clusters  refused: hpc runs one cluster
+  -M, --cluster, --clusters  the cluster to ask (hpc runs one: its name or all)
       --federation, --local, --hide
                              accepted, no effect (one cluster, nothing hidden)
       --json, --yaml         refused: hpc prints text only

@@ -49,6 +49,7 @@ type squeueParams struct {
 	// verb: a friendlier squeue that still finds jobs that have ended).
 	anyState bool
 	given    givenOpts // the options as given, for -v
+	cluster  string    // -M: the cluster's name, printed above the queue
 }
 
 // squeueMain is squeue.
@@ -155,7 +156,11 @@ func (p *squeueParams) option(e *Env, prog string) func(o *jobspec.Opt, val stri
 		case "L":
 			p.licenses = true
 		case "M":
-			return fail("hpc runs one cluster: -M/--clusters is not supported")
+			name, ok := resolveClusters(e, prog, val) // hpc runs one cluster: its name or all
+			if !ok {
+				return quit{1}
+			}
+			p.cluster = name
 		case "me":
 			p.users = map[uint32]bool{uint32(e.UID): true}
 		case "n":
@@ -197,7 +202,7 @@ func (p *squeueParams) option(e *Env, prog string) func(o *jobspec.Opt, val stri
 			fmt.Fprintln(e.Stdout, slurmVersion)
 			return quit{0}
 		case "json", "yaml":
-			return fail("--%s output is not supported by hpc", o.Long)
+			return fail("--%s output is not supported by hpc's squeue yet: it prints text only", o.Long)
 		}
 		return nil
 	}
@@ -343,6 +348,9 @@ func (p *squeueParams) show(e *Env, prog string) int {
 		return 1
 	}
 	now := e.Now()
+	if p.cluster != "" {
+		fmt.Fprintf(e.Stdout, "CLUSTER: %s\n", p.cluster)
+	}
 	if p.given.count["v"] > 0 {
 		// What Slurm's squeue prints of the answer it got.
 		fmt.Fprintf(e.Stdout, "last_update_time=%d records=%d\n", now.Unix(), len(jobs))
@@ -656,7 +664,7 @@ Other names and options:
   --partitions                    the same as -p/--partition
   --users                         the same as -u/--user
   --nodes, --node                 the same as -w/--nodelist
-  -M, --cluster, --clusters       refused: hpc runs one cluster
+  -M, --clusters=cluster_name     this cluster's name (or all): hpc runs one
   --federation, --local, --sib, --sibling, --hide
                                   accepted, no effect (one cluster, no hidden
                                   partitions)

@@ -21,6 +21,7 @@ import (
 
 type mgrOpts struct {
 	immediate, noHeader, parsable, parsable2, quiet bool
+	withAssoc                                       bool // -s: show/list with associations
 }
 
 // mgrReq is one parsed sacctmgr command line.
@@ -43,6 +44,7 @@ const sacctmgrHelp = `sacctmgr [<OPTION>] [<COMMAND>]
      -p or --parsable:  output will be '|' delimited with a '|' at the end
      -P or --parsable2: output will be '|' delimited without a '|' at the end
      -Q or --quiet:     print no messages other than error messages
+     -s or --associations: show and list with the associations (as withassoc)
      -V or --version:   print the version
      -r or --readonly:  accepted, no effect
      -v or --verbose:   accepted, no effect
@@ -89,6 +91,8 @@ func sacctmgrMain(e *Env, prog string, args []string) int {
 			o.parsable2 = true
 		case "-Q", "--quiet":
 			o.quiet = true
+		case "-s", "--associations":
+			o.withAssoc = true
 		case "-v", "--verbose", "-r", "--readonly":
 		case "-V", "--version":
 			fmt.Fprintln(e.Stdout, slurmVersion)
@@ -108,7 +112,7 @@ func sacctmgrMain(e *Env, prog string, args []string) int {
 		e.errorf(prog, "no command given: hpc's sacctmgr has no interactive mode (try --help)")
 		return 1
 	}
-	r := &mgrReq{}
+	r := &mgrReq{withAssc: o.withAssoc}
 	switch strings.ToLower(words[0]) {
 	case "add", "create":
 		r.action = "add"

@@ -295,3 +295,15 @@ func TestSacctmgrShowFormats(t *testing.T) {
 		t.Errorf("-V: %q", out)
 	}
 }
+
+// TestSacctmgrAssociationsOption: -s/--associations lists users and
+// accounts with their associations, as withassoc does.
+func TestSacctmgrAssociationsOption(t *testing.T) {
+	_, e, out, _ := newMgrFake(t)
+	for _, line := range []string{"-s -n -P show user format=user,account,maxjobs", "--associations -n -P list user format=user,account,maxjobs"} {
+		out.Reset()
+		if code := runMgr(e, line); code != 0 || out.String() != "root|root|1\n" {
+			t.Errorf("%s: %d %q", line, code, out)
+		}
+	}
+}

@@ -76,6 +76,9 @@ func sallocMain(e *Env, prog string, args []string) int {
 		con.printf("%s: Granted job allocation %d\n", prog, id)
 		con.printf("%s: Nodes %s are ready for job\n", prog, envValue(a.Env, "SLURM_JOB_NODELIST"))
 	}
+	if o.noShell {
+		return 0 // the allocation stays until its time limit or scancel
+	}
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.Stdout, e.Stderr
@@ -94,7 +97,11 @@ func sallocMain(e *Env, prog string, args []string) int {
 		if j, err := cl.Wait(wctx, id); err == nil && j.State.Final() {
 			close(revoked)
 			con.printf("%s: Job allocation %d has been revoked.\n", prog, id)
-			_ = cmd.Process.Signal(syscall.SIGHUP)
+			sig := syscall.SIGHUP
+			if o.killCommand > 0 {
+				sig = syscall.Signal(o.killCommand)
+			}
+			_ = cmd.Process.Signal(sig)
 		}
 	}()
 	go func() {

@@ -113,7 +113,7 @@ func TestSacct(t *testing.T) {
 		{[]string{"sacct", "-o", "bogus"}, "sacct: error: Invalid field requested: \"bogus\"\n", 1},
 		{[]string{"sacct", "--bogus"}, "sacct: unrecognized option '--bogus'\n", 1},
 		{[]string{"sacct", "-l", "-o", "jobid"}, "sacct: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n", 1},
-		{[]string{"sacct", "-q", "normal"}, "sacct: error: --qos is not supported by hpc's accounting yet\n", 1},
+		{[]string{"sacct", "-k", "0"}, "sacct: fatal: Invalid time limit specification\n", 1},
 	} {
 		if _, stderr, code := run(e, out, errb, c.args...); stderr != c.stderr || code != c.code {
 			t.Errorf("%v: %d %q, want %d %q", c.args, code, stderr, c.code, c.stderr)

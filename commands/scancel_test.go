@@ -2,7 +2,9 @@ package commands
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"hpc/cluster/api"
 )
@@ -88,5 +90,26 @@ func TestScancelInteractive(t *testing.T) {
 	want := "Cancel job_id=15 name=sleeper partition=debug [y/n]? Cancel job_id=16 name=sleeper partition=debug [y/n]? "
 	if stdout != want || code != 0 || !reflect.DeepEqual(f.cancels, reqs(0, 16)) {
 		t.Errorf("-i: %d %q %+v", code, stdout, f.cancels)
+	}
+}
+
+// A signal to a job that has not started is asked again, as Slurm's
+// scancel does while the controller says the job cannot be altered yet;
+// after 10 tries the error is reported.
+func TestScancelSignalRetriesPending(t *testing.T) {
+	f, e, out, errb := newFake(t)
+	waits := 0
+	defer func(w func(int) time.Duration) { cancelRetryWait = w }(cancelRetryWait)
+	cancelRetryWait = func(i int) time.Duration { waits++; return 0 }
+	f.jobs = []api.Job{pendingFor(refJob(30, "p", "debug"), "Priority")}
+	f.pendingSignals = 2
+	_, stderr, code := run(e, out, errb, "scancel", "-v", "--signal=USR1", "30")
+	if code != 0 || waits != 2 || len(f.cancels) != 3 || strings.Count(stderr, "scancel: Job is in transitional state, retrying\n") != 2 {
+		t.Errorf("scancel -s USR1 of a pending job: %d, %d waits, %d requests, %q", code, waits, len(f.cancels), stderr)
+	}
+	f.cancels, waits, f.pendingSignals = nil, 0, 100
+	_, stderr, code = run(e, out, errb, "scancel", "--signal=USR1", "30")
+	if code != 1 || waits != 9 || len(f.cancels) != 10 || stderr != "scancel: error: Kill job error on job id 30: Job can not be altered now, try again later\n" {
+		t.Errorf("scancel -s USR1, never started: %d, %d waits, %d requests, %q", code, waits, len(f.cancels), stderr)
 	}
 }

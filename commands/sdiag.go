@@ -11,9 +11,10 @@ import (
 	"hpc/cluster/jobspec"
 )
 
-var sdiagOpts = opts("all,a", "reset,r", "sort-by-id,i", "sort-by-time,t", "sort-by-time2,T", "help", "usage", "version,V")
+var sdiagOpts = opts("all,a", "reset,r", "sort-by-id,i", "sort-by-time,t", "sort-by-time2,T", "cluster,M,:", "clusters,M,:",
+	"help,h", "usage", "version,V")
 
-const sdiagUsage = "Usage: sdiag [-a] [-r] [-i] [-t] [-T] [--help] [--usage] [-V]\n"
+const sdiagUsage = "Usage: sdiag [-M cluster] [-aritT] [--help] [--usage] [-V]\n"
 
 const sdiagHelp = `Usage: sdiag [OPTIONS]
   -a, --all             all statistics (the default)
@@ -21,9 +22,11 @@ const sdiagHelp = `Usage: sdiag [OPTIONS]
   -i, --sort-by-id      RPCs sorted by message type
   -t, --sort-by-time    RPCs sorted by total time
   -T, --sort-by-time2   RPCs sorted by average time
+  -M, --cluster, --clusters=name
+                        the cluster to ask (hpc runs one: its name or all)
 
 Help options:
-      --help            print this help
+  -h, --help            print this help
       --usage           print a short list of the options
   -V, --version         print the Slurm version hpc follows
 `
@@ -43,6 +46,11 @@ func sdiagMain(e *Env, prog string, args []string) int {
 			sortBy = "time"
 		case "T":
 			sortBy = "time2"
+		case "M":
+			return clustersOption(e, prog, val)
+		case "h":
+			io.WriteString(e.Stdout, sdiagHelp)
+			return quit{0}
 		default:
 			if handled, err := helpOrVersion(e, o.ID(), sdiagHelp, sdiagUsage); handled {
 				return err

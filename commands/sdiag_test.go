@@ -41,3 +41,21 @@ func TestPrintDiag(t *testing.T) {
 		t.Error("-t does not sort by total time")
 	}
 }
+
+// TestSdiagOptions: -h is the help, -M names this cluster (another name
+// is Slurm's error).
+func TestSdiagOptions(t *testing.T) {
+	e, so, se := answerFake(t, map[string]any{"/api/diag": api.Diag{JobsSubmitted: 7}, "/api/config": map[string]string{"ClusterName": "lab"}})
+	if code := sdiagMain(e, "sdiag", []string{"-h"}); code != 0 || !strings.HasPrefix(so.String(), "Usage: sdiag [OPTIONS]") {
+		t.Errorf("sdiag -h: %d %q", code, so)
+	}
+	so.Reset()
+	if code := sdiagMain(e, "sdiag", []string{"-M", "lab"}); code != 0 || !strings.Contains(so.String(), "Jobs submitted: 7\n") || se.Len() != 0 {
+		t.Errorf("sdiag -M lab: %d %q %q", code, so, se)
+	}
+	so.Reset()
+	if code := sdiagMain(e, "sdiag", []string{"--cluster=other"}); code != 1 || so.Len() != 0 ||
+		!strings.HasSuffix(se.String(), "sdiag: error: 'other' can't be reached now, or it is an invalid entry for --cluster.  Use 'sacctmgr list clusters' to see available clusters.\n") {
+		t.Errorf("sdiag -M other: %d %q %q", code, so, se)
+	}
+}

@@ -58,3 +58,64 @@ func TestSinfo(t *testing.T) {
 		t.Errorf("hpc nodes -s: %q", a)
 	}
 }
+
+// TestSinfoSortAndClusters: -S sorts lines by sinfo's keys, the first
+// deciding, '-' descending; -M names this cluster ("lab") or all, and
+// the listing then begins with its CLUSTER line.
+func TestSinfoSortAndClusters(t *testing.T) {
+	f, e, out, errb := newFake(t)
+	f.nodes.Nodes[3].State, f.nodes.Nodes[3].Reason = "IDLE+DRAIN", "bad disk"
+	for _, c := range []struct {
+		args           []string
+		stdout, stderr string
+		code           int
+	}{
+		{[]string{"sinfo", "-h", "-o", "%P %D %t %N", "-S", "-P,t"}, "gpu 1 alloc node3\ngpu 1 drain node4\ndebug* 3 alloc node[1-3]\ndebug* 1 drain node4\n", "", 0},
+		{[]string{"sinfo", "-h", "-o", "%P %D %t %N", "-S", "-D,P,-t"}, "debug* 3 alloc node[1-3]\ndebug* 1 drain node4\ngpu 1 drain node4\ngpu 1 alloc node3\n", "", 0},
+		{[]string{"sinfo", "-h", "-o", "%P %D %t %N", "--sort=t,#P"}, "debug* 3 alloc node[1-3]\ngpu 1 alloc node3\ndebug* 1 drain node4\ngpu 1 drain node4\n", "", 0},
+		{[]string{"sinfo", "-h", "-N", "-o", "%N %P", "-S", "-N"}, "node4 debug*\nnode4 gpu\nnode3 debug*\nnode3 gpu\nnode2 debug*\nnode1 debug*\n", "", 0},
+		{[]string{"sinfo", "-M", "lab", "-o", "%P %D", "-p", "gpu"}, "CLUSTER: lab\nPARTITION NODES\ngpu 2\n", "", 0},
+		{[]string{"sinfo", "--clusters=all", "-h", "-o", "%P %D", "-p", "gpu"}, "gpu 2\n", "", 0},
+		{[]string{"sinfo", "-M", "lab,other", "-h", "-o", "%P", "-p", "gpu"}, "gpu\n", "sinfo: error: No cluster 'other' known by database.\n", 0},
+		{[]string{"sinfo", "-M", "other"}, "", "sinfo: error: No cluster 'other' known by database.\n" +
+			"sinfo: error: 'other' can't be reached now, or it is an invalid entry for --cluster.  Use 'sacctmgr list clusters' to see available clusters.\n", 1},
+	} {
+		stdout, stderr, code := run(e, out, errb, c.args...)
+		if stdout != c.stdout || stderr != c.stderr || code != c.code {
+			t.Errorf("%v: %d\n%s%s\nwant %d\n%s%s", c.args, code, stdout, stderr, c.code, c.stdout, c.stderr)
+		}
+	}
+}
+
+// sinfo -v prints its options and the match flags its format sets, as
+// Slurm's sinfo does, then the date, then the listing.
+func TestSinfoVerbose(t *testing.T) {
+	_, e, out, errb := newFake(t)
+	stdout, stderr, code := run(e, out, errb, "sinfo", "-v", "-N", "-l", "-n", "node[1-2]", "-t", "idle")
+	if code != 0 || stderr != "" {
+		t.Fatalf("sinfo -v: %d %q", code, stderr)
+	}
+	for _, want := range []string{
+		"-----------------------------\ndead        = false\nexact       = 0\nfiltering   = true\n" +
+			"format      = nodelist:0 ,nodes:.6 ,partition:.9 ,statelong:.11 ,cpus:4 ,socketcorethread:.8 ,memory:.6 ,disk:.8 ,weight:.6 ,features:.8 ,reason:20\n" +
+			"iterate     = 0\nlong        = true\nno_header   = false\nnode_field  = true\nnode_format = true\n" +
+			"nodes       = node[1-2]\npart_field  = true\npartition   = n/a\nresponding  = false\nstates      = idle\n",
+		"verbose     = 1\n-----------------------------\nall_flag        = false\n",
+		"cpus_flag       = true\ndefault_time_flag =false\ndisk_flag       = true\n",
+		"features_flag   = true\n", "memory_flag     = true\npartition_flag  = true\n", "reason_flag     = true\n",
+		"state_flag      = true\nstatecomplete_flag = false\nweight_flag     = true\n-----------------------------\n\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("sinfo -v lacks\n%s\nin\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stdout, "NODELIST   NODES PARTITION       STATE CPUS") {
+		t.Errorf("no listing after the dump:\n%s", stdout)
+	}
+	// -o's letters set their flags.
+	stdout, _, _ = run(e, out, errb, "sinfo", "-v", "-o", "%P %c %G")
+	if !strings.Contains(stdout, "format      = %P %c %G\n") || !strings.Contains(stdout, "gres_flag       = true\n") ||
+		!strings.Contains(stdout, "avail_flag      = false\n") || !strings.Contains(stdout, "part_field  = false\n") {
+		t.Errorf("sinfo -v -o: %s", stdout)
+	}
+}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"io"
 	"os/user"
 	"sort"
 	"strconv"
@@ -12,19 +13,28 @@ import (
 	"hpc/cluster/jobspec"
 )
 
-var sreportOpts = opts("time,t,:", "noheader,n", "parsable,p", "parsable2,P", "help", "usage", "version,V")
+var sreportOpts = opts("all_clusters,a", "cluster,M,:", "federation", "help,h", "local", "noheader,n", "parsable,p",
+	"parsable2,P", "quiet,Q", "tres,T,:", "time,t,:", "usage", "verbose,v", "version,V")
 
-const sreportUsage = "Usage: sreport [-n] [-p|-P] [-t minutes|hours|seconds|percent] [--help] [--usage]\n" +
-	"               [-V] <COMMAND> [start=TIME] [end=TIME]\n"
+const sreportUsage = "Usage: sreport [-a|-M cluster|--local] [-n] [-p|-P] [-Q] [-v] [-T tres]\n" +
+	"               [-t minutes|hours|seconds|percent] [--federation] [--help]\n" +
+	"               [--usage] [-V] <COMMAND> [start=TIME] [end=TIME]\n"
 
 const sreportHelp = `sreport [<OPTION>] [<COMMAND>]
     Valid <OPTION> values are:
+     -a or --all_clusters: every cluster (hpc runs one)
+     -M or --cluster=name: this cluster only (hpc runs one: another name
+                           reports nothing)
+     --federation, --local: federation scope (hpc runs one cluster)
+     -h or --help:       print this help
      -n or --noheader:   no header lines
      -p or --parsable:   fields separated by '|', with a '|' at the end
      -P or --parsable2:  fields separated by '|', nothing at the end
+     -Q or --quiet:      no warnings
      -t or --time=unit:  minutes (the default), hours, seconds or percent
+     -T or --tres=names: the TRES to report on (hpc accounts cpu only)
+     -v or --verbose:    say which options mean nothing in hpc
      -V or --version:    print the Slurm version hpc follows
-     --help:             print this help
      --usage:            print a short list of the options
 
     Valid <COMMAND> values are:
@@ -36,30 +46,101 @@ const sreportHelp = `sreport [<OPTION>] [<COMMAND>]
     midnight).
 `
 
-// sreportMain is sreport: cluster utilization, user topusage and cluster
-// accountutilizationbyuser over a window, from accounting.
-func sreportMain(e *Env, prog string, args []string) int {
-	v := reportView{unit: "minutes"}
-	rest, code, done := parseOpts(e, prog, sreportOpts, args, func(o *jobspec.Opt, val string, has bool) error {
+// sreportParams is a parsed sreport command line.
+type sreportParams struct {
+	v                  reportView
+	allClusters, local bool
+	cluster            string // -M
+	tres               string // -T
+	notes              notices
+}
+
+// option applies one of sreport's options.
+func (p *sreportParams) option(e *Env) func(o *jobspec.Opt, val string, has bool) error {
+	return func(o *jobspec.Opt, val string, has bool) error {
 		switch o.ID() {
 		case "t":
-			v.unit = strings.ToLower(val)
+			p.v.unit = strings.ToLower(val)
 		case "n":
-			v.noHeader = true
+			p.v.noHeader = true
 		case "p":
-			v.sep, v.trailing = "|", true
+			p.v.sep, p.v.trailing = "|", true
 		case "P":
-			v.sep, v.trailing = "|", false
+			p.v.sep, p.v.trailing = "|", false
+		case "a":
+			p.allClusters = true
+		case "M":
+			p.cluster = val
+		case "local":
+			p.local = true
+		case "federation":
+			p.notes.add("--federation: hpc runs one cluster, not a federation; no effect")
+		case "Q":
+			// Nothing hpc's sreport says is a warning to silence.
+		case "T":
+			p.tres = val
+		case "v":
+			p.notes.verbose++
+		case "h":
+			io.WriteString(e.Stdout, sreportHelp)
+			return quit{0}
 		default:
 			if handled, err := helpOrVersion(e, o.ID(), sreportHelp, sreportUsage); handled {
 				return err
 			}
 		}
 		return nil
-	})
+	}
+}
+
+// settle checks the cluster options and reads -T as sreport does, with
+// hpc's TRES table: cpu alone (the only TRES hpc's accounting measures);
+// names it lacks are dropped, and none left is fatal.
+func (p *sreportParams) settle(e *Env, prog string) bool {
+	n := 0
+	for _, set := range []bool{p.allClusters, p.cluster != "", p.local} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		fmt.Fprintf(e.Stderr, "Only one cluster option can be used (--all_clusters OR --cluster OR --local)\n")
+		return false
+	}
+	if p.tres == "" {
+		p.tres = e.Getenv("SREPORT_TRES")
+	}
+	if p.tres != "" {
+		for _, t := range strings.Split(p.tres, ",") {
+			switch {
+			case strings.EqualFold(t, "cpu"), strings.EqualFold(t, "ALL"):
+				p.v.tres = true
+			default:
+				p.notes.add("--tres: hpc's accounting measures cpu only; %s left out", t)
+			}
+		}
+		if !p.v.tres {
+			p.notes.flush(e, prog)
+			fmt.Fprintf(e.Stderr, "%s: fatal: No valid TRES given\n", prog)
+			return false
+		}
+	}
+	p.notes.flush(e, prog)
+	return true
+}
+
+// sreportMain is sreport: cluster utilization, user topusage and cluster
+// accountutilizationbyuser over a window, from accounting.
+func sreportMain(e *Env, prog string, args []string) int {
+	p := &sreportParams{v: reportView{unit: "minutes"}}
+	rest, code, done := parseOpts(e, prog, sreportOpts, args, p.option(e))
 	if done {
 		return code
 	}
+	if !p.settle(e, prog) {
+		return 1
+	}
+	v := p.v
 	now := e.Now()
 	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
 	v.start, v.end = day.AddDate(0, 0, -1), day
@@ -119,6 +200,14 @@ func sreportMain(e *Env, prog string, args []string) int {
 	}
 	defer cancel()
 	resp, err := cl.Report(ctx, v.start, v.end)
+	if err == nil && p.cluster != "" {
+		// -M: this cluster, or (another name) no records at all.
+		var own string
+		if own, err = clusterName(e); err == nil && !slicesContainsFold(splitList(p.cluster), own) {
+			resp = &api.ReportResponse{Cluster: own, Start: resp.Start, End: resp.End}
+			v.noRecords = true
+		}
+	}
 	if err != nil {
 		_, msg := errText(err)
 		e.errorf(prog, "%s", msg)
@@ -152,6 +241,8 @@ func parseReportTime(s string, now time.Time) (time.Time, bool) {
 }
 
 type reportView struct {
+	tres       bool // -T: usage in TRES units, with a TRES Name column
+	noRecords  bool // -M named another cluster: nothing to report
 	unit       string
 	noHeader   bool
 	sep        string
@@ -165,8 +256,18 @@ func (v reportView) table(title string, cols []column, rows [][]string) string {
 	var b strings.Builder
 	if !v.noHeader {
 		dash := strings.Repeat("-", 80)
-		units := map[string]string{"minutes": "CPU Minutes", "hours": "CPU Hours", "seconds": "CPU Seconds", "percent": "Percentage of Total"}
+		kind := "CPU"
+		if v.tres {
+			kind = "TRES"
+		}
+		units := map[string]string{"minutes": kind + " Minutes", "hours": kind + " Hours", "seconds": kind + " Seconds", "percent": "Percentage of Total"}
 		fmt.Fprintf(&b, "%s\n%s\nUsage reported in %s\n%s\n", dash, title, units[v.unit], dash)
+	}
+	if v.tres {
+		cols, rows = tresColumns(cols, rows)
+	}
+	if v.noRecords {
+		rows = nil
 	}
 	t := &tableWriter{cols: cols, sep: v.sep, trailing: v.trailing, noHeader: v.noHeader}
 	t.header()
@@ -174,6 +275,54 @@ func (v reportView) table(title string, cols []column, rows [][]string) string {
 		t.line(r, false)
 	}
 	return b.String() + t.b.String()
+}
+
+// tresColumns turns a report's columns into -T's: a TRES Name column
+// (cpu) before the usage, no Energy column.
+func tresColumns(cols []column, rows [][]string) ([]column, [][]string) {
+	at := len(cols)
+	for i, c := range cols {
+		if c.title == "Used" || c.title == "Allocated" {
+			at = i
+			break
+		}
+	}
+	keep := func(row []string, name string) []string {
+		var out []string
+		for i := range cols {
+			if i == at {
+				out = append(out, name)
+			}
+			if cols[i].title != "Energy" {
+				out = append(out, row[i])
+			}
+		}
+		return out
+	}
+	var titles []column
+	for i, c := range cols {
+		if i == at {
+			titles = append(titles, column{"TRES Name", 14, false})
+		}
+		if c.title != "Energy" {
+			titles = append(titles, c)
+		}
+	}
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = keep(r, "cpu")
+	}
+	return titles, out
+}
+
+// slicesContainsFold reports whether list holds s, in any case.
+func slicesContainsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (v reportView) span() string {

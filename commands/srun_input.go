@@ -191,11 +191,12 @@ func (s *stepFiles) path(pattern string, task int) string {
 	return jobspec.ExpandStepPath(pattern, s.job, v)
 }
 
-// openInput opens the --input file, the same for every task (parseRun
-// refuses a pattern with %t, %n or %N), as srun's stdin: before the step
-// (nil step), as Slurm's srun does, unless its name has the step's id.
+// openInput opens the --input file, the same for every task, as srun's
+// stdin: before the step (nil step), as Slurm's srun does, unless its name
+// has the step's id. A pattern with %t, %n or %N names each task's own
+// file (forwardTaskInputs).
 func (s *stepFiles) openInput(con *console, prog string, o *runOpts, in *io.Reader) bool {
-	if !ioFile(o.input) || (s.step == nil) == jobspec.Uses(o.input, "sJ") {
+	if !ioFile(o.input) || perTaskInput(o) || (s.step == nil) == jobspec.Uses(o.input, "sJ") {
 		return true
 	}
 	f, err := os.Open(s.path(o.input, 0))
@@ -331,7 +332,10 @@ func taskWrap(o *runOpts, req *api.StepRequest) {
 }
 
 // taskWrapper is the shell that runs a task between its prolog and epilog.
-// A task a signal killed is killed by it again once the epilog has run.
+// The epilog has 5 seconds, as slurmstepd gives srun's --task-epilog:
+// then it is killed, with what it started (its own session, where setsid
+// is there). A task a signal killed is killed by it again once the epilog
+// has run.
 const taskWrapper = `p=$1 e=$2; shift 2
 if [ -n "$p" ]; then
   out=$("$p")
@@ -346,6 +350,67 @@ $out
 HPC_TASK_PROLOG
 fi
 "$@"; rc=$?
-if [ -n "$e" ]; then "$e"; fi
+if [ -n "$e" ]; then
+  if command -v setsid >/dev/null 2>&1; then setsid "$e" & else "$e" & fi
+  ep=$! i=0
+  while kill -0 $ep 2>/dev/null; do
+    if [ $i -ge 50 ]; then kill -9 -$ep 2>/dev/null || kill -9 $ep 2>/dev/null; break; fi
+    sleep 0.1; i=$((i + 1))
+  done
+  wait $ep 2>/dev/null
+fi
 if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then trap - $((rc - 128)); kill -$((rc - 128)) $$; fi
 exit $rc`
+
+// perTaskInput reports whether --input names a file per task (%t, %n,
+// %N in its pattern).
+func perTaskInput(o *runOpts) bool {
+	return ioFile(o.input) && jobspec.Uses(o.input, "tnN")
+}
+
+// forwardTaskInputs sends each task its own --input file (the pattern
+// expanded for it, from the tasks' directory), then its end: as Slurm's
+// nodes open a task's input file for it. A file that cannot be opened is
+// said, and its task gets an empty input.
+func forwardTaskInputs(ctx context.Context, con *console, prog string, cl *api.Client, files *stepFiles, o *runOpts, s *api.Step) {
+	for task := range s.NTasks() {
+		in := api.AttachInput{StepInput: api.StepInput{JobID: files.job.ID, StepID: s.ID}, Task: task}
+		send := func(in api.AttachInput) bool {
+			deadline := time.Now().Add(api.StepAttachWait)
+			for {
+				err := cl.AttachInput(ctx, in)
+				if err == nil {
+					return true
+				}
+				if ctx.Err() != nil || time.Now().After(deadline) {
+					return false
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+		}
+		f, err := os.Open(files.path(o.input, task))
+		if err != nil {
+			con.printf("%s: error: Could not open stdin file: %v\n", prog, err)
+		} else {
+			buf := make([]byte, 32<<10)
+			for {
+				n, rerr := f.Read(buf)
+				if n > 0 {
+					in.Data = append([]byte(nil), buf[:n]...)
+					if !send(in) {
+						f.Close()
+						return
+					}
+				}
+				if rerr != nil {
+					break
+				}
+			}
+			f.Close()
+		}
+		in.Data, in.EOF = nil, true
+		if !send(in) {
+			return
+		}
+	}
+}

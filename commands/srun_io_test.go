@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ type ioFake struct {
 	mu    sync.Mutex
 	input []byte
 	eof   bool
+	// perTask is the input each task got on its own (--input=in_%t).
+	perTask map[int]string
 }
 
 func (f *ioFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -33,6 +36,20 @@ func (f *ioFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.input = append(f.input, in.Data...)
 		f.eof = f.eof || in.EOF
+		f.mu.Unlock()
+		enc.Encode(struct{}{})
+	case "/api/step/sattach/input":
+		var in api.AttachInput
+		json.NewDecoder(r.Body).Decode(&in)
+		f.mu.Lock()
+		if f.perTask == nil {
+			f.perTask = map[int]string{}
+		}
+		f.perTask[in.Task] += string(in.Data)
+		if in.EOF {
+			f.perTask[in.Task] += "<EOF>"
+			f.eof = f.eof || in.Task == 2
+		}
 		f.mu.Unlock()
 		enc.Encode(struct{}{})
 	case "/api/step/run":
@@ -166,8 +183,22 @@ func TestSrunInputFile(t *testing.T) {
 	if _, stderr, code := srun("--input=missing", "bash"); code != 1 || len(f.steps) != 0 || !strings.Contains(stderr, "srun: error: Could not open stdin file: ") {
 		t.Errorf("missing: %d %q", code, stderr)
 	}
-	// Refused: an input per task, and salloc's I/O.
-	for _, c := range [][]string{{"srun", "-i", "in_%t", "true"}, {"salloc", "-o", "x", "true"}, {"srun", "--open-mode=x", "true"}} {
+	// An input file per task (%t): each task gets its own, then its end;
+	// a task whose file is missing gets its end alone, and it is said.
+	for _, task := range []string{"0", "1"} {
+		os.WriteFile(filepath.Join(e.Cwd, "in_"+task), []byte("for "+task+"\n"), 0o644)
+	}
+	f.eof = false
+	_, stderr, code = srun("--input=in_%t", "cat")
+	f.mu.Lock()
+	per := f.perTask
+	f.mu.Unlock()
+	if want := map[int]string{0: "for 0\n<EOF>", 1: "for 1\n<EOF>", 2: "<EOF>"}; code != 0 || !reflect.DeepEqual(per, want) ||
+		!strings.Contains(stderr, "srun: error: Could not open stdin file: ") {
+		t.Errorf("--input=in_%%t: code %d stderr %q per task %v", code, stderr, per)
+	}
+	// Refused: salloc's I/O.
+	for _, c := range [][]string{{"salloc", "-o", "x", "true"}, {"srun", "--open-mode=x", "true"}} {
 		if _, stderr, code := cmd(c...); code == 0 || stderr == "" {
 			t.Errorf("%q: code %d", c, code)
 		}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +30,7 @@ type stepFake struct {
 	specs    []api.JobSpec
 	steps    []api.StepRequest
 	releases []api.ReleaseRequest
+	tests    []api.JobSpec // --test-only's
 }
 
 func (f *stepFake) job() api.Job {
@@ -74,6 +77,11 @@ func (f *stepFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		enc.Encode(j)
 	case "/api/step/input":
 		enc.Encode(struct{}{})
+	case "/api/testonly":
+		var req api.SubmitRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.tests = append(f.tests, req.Spec)
+		enc.Encode(api.TestOnlyResponse{JobID: 41, Start: time.Date(2026, 11, 30, 5, 0, 0, 0, time.Local), CPUs: 2, Nodes: []string{"node1"}, Partition: "debug"})
 	case "/api/step/run":
 		var req api.StepRequest
 		json.NewDecoder(r.Body).Decode(&req)
@@ -175,7 +183,7 @@ func TestSrunVerbose(t *testing.T) {
 // those that shape the allocation reach it.
 func TestSrunSallocOptions(t *testing.T) {
 	f, e, out, errb := newStepFake(t)
-	_, stderr, code := run(e, out, errb, "srun", "-v", "--immediate=5", "--mincpus=2", "--tmp=1G", "-Z", "--slurmd-debug=3",
+	_, stderr, code := run(e, out, errb, "srun", "-v", "--immediate=5", "--mincpus=2", "--tmp=0", "-Z", "--slurmd-debug=3",
 		"-T", "4", "--threads=2", "--task-prolog=/bin/true", "--task-epilog=/bin/true", "--dependency=afterok:12",
 		"--begin=now+60", "--deadline=now+1hour", "--use-min-nodes", "hostname")
 	if code != 3 {
@@ -185,7 +193,7 @@ func TestSrunSallocOptions(t *testing.T) {
 	if s.MinCPUs != 2 || s.Dependency != "afterok:12" || !s.Begin.Equal(at(5, 0, 33)) {
 		t.Errorf("spec %+v", s)
 	}
-	for _, n := range []string{"--tmp", "--no-allocate", "--slurmd-debug", "--threads", "--deadline"} {
+	for _, n := range []string{"--no-allocate", "--threads", "--deadline"} {
 		if !strings.Contains(stderr, "srun: "+n+" is accepted and ignored: ") {
 			t.Errorf("no notice for %s:\n%s", n, stderr)
 		}
@@ -301,5 +309,232 @@ func TestKillOnBadExitRequest(t *testing.T) {
 	}
 	if req := newStepRequest(e, &runOpts{set: map[string]bool{}}, 7); !req.KillOnBadExit {
 		t.Error("the step request does not carry it")
+	}
+}
+
+// waitFake runs a step of three tasks on node1 inside job 40: task 1 ends
+// at once, the others run until the step is signalled 9, and die of it.
+type waitFake struct {
+	mu      sync.Mutex
+	signals []int
+	killed  chan struct{}
+}
+
+func (f *waitFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	enc := json.NewEncoder(w)
+	switch r.URL.Path {
+	case "/api/step/signal":
+		var req api.StepSignalRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.mu.Lock()
+		f.signals = append(f.signals, req.Signal)
+		if req.Signal == 9 && f.killed != nil {
+			close(f.killed)
+			f.killed = nil
+		}
+		f.mu.Unlock()
+		enc.Encode(struct{}{})
+	case "/api/step/run":
+		f.mu.Lock()
+		killed := f.killed
+		f.mu.Unlock()
+		enc.Encode(api.StepEvent{Step: &api.Step{ID: 0, Nodes: []string{"node1"}, Tasks: []int{3}}})
+		enc.Encode(api.StepEvent{Exit: &api.TaskExit{Task: 1, Node: "node1"}})
+		w.(http.Flusher).Flush()
+		select {
+		case <-killed:
+		case <-time.After(20 * time.Second):
+		}
+		enc.Encode(api.StepEvent{Exit: &api.TaskExit{Task: 0, Node: "node1", Signal: 9}})
+		enc.Encode(api.StepEvent{Exit: &api.TaskExit{Task: 2, Node: "node1", Signal: 9}})
+		enc.Encode(api.StepEvent{Done: &api.StepDone{State: api.StateCancelled, Signal: 9}})
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		enc.Encode(api.Error{Message: "no such endpoint " + r.URL.Path})
+	}
+}
+
+func (f *waitFake) sent() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int(nil), f.signals...)
+}
+
+// srun -W: once the first task has ended, the others have that many
+// seconds; then srun says which were still running and kills the step.
+func TestSrunWait(t *testing.T) {
+	_, e, out, errb := newFake(t)
+	f := &waitFake{killed: make(chan struct{})}
+	serveSteps(t, e, f)
+	e.Stdin, e.Environ = nil, []string{"PATH=/usr/bin:/bin", "SLURM_JOB_ID=40"}
+	start := time.Now()
+	_, stderr, code := run(e, out, errb, "srun", "-v", "-W1", "sleep", "20")
+	if code != 137 || time.Since(start) > 10*time.Second {
+		t.Errorf("code %d after %v, want 137 within seconds", code, time.Since(start))
+	}
+	for _, want := range []string{
+		"srun: First task exited. Terminating job in 1s\n",
+		"srun: First task exited 1s ago\n",
+		"srun: StepId=40.0 tasks 0,2: running\n",
+		"srun: StepId=40.0 task 1: exited\n",
+		"srun: Terminating StepId=40.0\n",
+		"srun: error: node1: tasks 0,2: Killed\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "Job step aborted") {
+		t.Errorf("srun's own kill said as an abort from outside:\n%s", stderr)
+	}
+	if got := f.sent(); len(got) != 1 || got[0] != 9 {
+		t.Errorf("signals %v, want one 9", got)
+	}
+}
+
+// Ctrl-C as Slurm's srun takes it: the first prints the tasks' states and
+// a second within a second ends the step; --quit-on-interrupt ends it at
+// the first; -X passes the first on.
+func TestSrunInterrupt(t *testing.T) {
+	_, e, _, _ := newFake(t)
+	f := &waitFake{}
+	serveSteps(t, e, f)
+	cl, _ := e.Client(context.Background())
+	step := &api.Step{ID: 2, Nodes: []string{"node1"}, Tasks: []int{2}}
+	watch := func(o *runOpts) (*stepWatch, *bytes.Buffer) {
+		var b bytes.Buffer
+		w := &stepWatch{con: &console{out: &b, err: &b}, prog: "srun", cl: cl, jobID: 40, o: o, cancel: func() {}, exited: map[int]api.TaskExit{}}
+		w.setStep(step)
+		w.taskExit(api.TaskExit{Task: 1, ExitCode: 2})
+		return w, &b
+	}
+	w, b := watch(&runOpts{})
+	w.interrupt()
+	if want := "srun: interrupt (one more within 1 sec to abort)\nsrun: StepId=40.2 task 0: running\nsrun: StepId=40.2 task 1: exited abnormally\n"; b.String() != want || len(f.sent()) != 0 {
+		t.Errorf("first Ctrl-C: %q, signals %v", b.String(), f.sent())
+	}
+	b.Reset()
+	w.interrupt()
+	if want := "srun: sending Ctrl-C to StepId=40.2\nsrun: forcing job termination\n"; b.String() != want || !reflect.DeepEqual(f.sent(), []int{2, 9}) || !w.killedByUs() {
+		t.Errorf("second Ctrl-C: %q, signals %v", b.String(), f.sent())
+	}
+
+	f.signals = nil
+	w, b = watch(&runOpts{quitOnIntr: true})
+	w.interrupt()
+	if !strings.Contains(b.String(), "forcing job termination") || !reflect.DeepEqual(f.sent(), []int{2, 9}) {
+		t.Errorf("--quit-on-interrupt: %q, signals %v", b.String(), f.sent())
+	}
+
+	f.signals = nil
+	w, b = watch(&runOpts{noStatus: true})
+	w.interrupt()
+	if b.String() != "srun: sending Ctrl-C to StepId=40.2\n" || !reflect.DeepEqual(f.sent(), []int{2}) {
+		t.Errorf("-X: %q, signals %v", b.String(), f.sent())
+	}
+}
+
+// srun reads its input variables as options (the command line wins);
+// those that shape an allocation only where it makes its own.
+func TestSrunEnvArgs(t *testing.T) {
+	e := &Env{Environ: []string{"SLURM_NPROCS=5", "SLURM_NTASKS=", "SLURM_STDOUTMODE=/tmp/out", "SLURM_DEBUG=2",
+		"SLURM_OVERCOMMIT=1", "SLURM_LABELIO=0", "SLURMD_DEBUG=info"}}
+	got := srunEnvArgs(e)
+	want := []string{"--ntasks=5", "--overcommit", "--output=/tmp/out", "--slurmd-debug=info", "--verbose", "--verbose"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("outside a job: %q, want %q", got, want)
+	}
+	e.Environ = append(e.Environ, "SLURM_JOB_ID=7")
+	if got := srunEnvArgs(e); slices.Contains(got, "--ntasks=5") {
+		t.Errorf("in a job: %q", got)
+	}
+	if n, ok := slurmdDebugLevel("verbose"); !ok || n != 4 {
+		t.Errorf("--slurmd-debug=verbose: %d %v", n, ok)
+	}
+	if _, ok := slurmdDebugLevel("loud"); ok {
+		t.Error("--slurmd-debug=loud accepted")
+	}
+}
+
+// --task-epilog has 5 seconds, as slurmstepd gives it; then it is killed
+// with what it started, and the task's status stays its own.
+func TestTaskEpilogTimeLimit(t *testing.T) {
+	dir := t.TempDir()
+	epilog := filepath.Join(dir, "epilog")
+	os.WriteFile(epilog, []byte("#!/bin/sh\necho epilog ran > "+filepath.Join(dir, "ran")+"\nsleep 200\n"), 0o755)
+	start := time.Now()
+	cmd := exec.Command("/bin/sh", "-c", taskWrapper, "hpc-task", "", epilog, "sh", "-c", "exit 3")
+	out, err := cmd.CombinedOutput()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 3 {
+		t.Errorf("task status %v %q, want 3", err, out)
+	}
+	if d := time.Since(start); d < 4*time.Second || d > 9*time.Second {
+		t.Errorf("the epilog ran %v, want about 5s", d)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
+		t.Error("the epilog did not run")
+	}
+}
+
+// srun's --prolog and --epilog run on srun's host around the step, with
+// the step's command line; a failing prolog aborts the step. --test-only
+// asks when the job would start and runs nothing. The options srun shares
+// with sbatch shape its allocation as they shape sbatch's.
+func TestSrunPrologEpilogTestOnly(t *testing.T) {
+	f, e, out, errb := newStepFake(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	script := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pro := script("pro", `echo "$SLURM_SCRIPT_CONTEXT $SLURM_JOB_ID $*" >> `+log)
+	epi := script("epi", `echo "$SLURM_SCRIPT_CONTEXT $SLURM_JOB_ID $*" >> `+log)
+	_, stderr, code := run(e, out, errb, "srun", "--prolog="+pro, "--epilog="+epi, "--nice=5", "-k", "hostname", "-f")
+	if b, _ := os.ReadFile(log); code != 3 || string(b) != "prolog_srun 40 hostname -f\nepilog_srun 40 hostname -f\n" || len(f.steps) != 1 {
+		t.Errorf("prolog/epilog: code %d, %d steps, log %q, stderr %q", code, len(f.steps), b, stderr)
+	}
+	f.steps = nil
+	f.mu.Lock()
+	f.releases = nil
+	f.mu.Unlock()
+	// --test-only: the controller's answer, nothing submitted or run.
+	f.specs = nil
+	_, stderr, code = run(e, out, errb, "srun", "--test-only", "-n2", "--hint=nomultithread", "hostname")
+	if code != 0 || len(f.specs) != 0 || len(f.steps) != 0 || len(f.tests) != 1 || f.tests[0].NTasks != 2 ||
+		stderr != "srun: Job 41 to start at 2026-11-30T05:00:00 using 2 processors on nodes node1 in partition debug\n" {
+		t.Errorf("--test-only: code %d, %d submits, %d steps, %+v, stderr %q", code, len(f.specs), len(f.steps), f.tests, stderr)
+	}
+	bad := script("bad", "exit 4")
+	_, stderr, code = run(e, out, errb, "srun", "--prolog="+bad, "--epilog="+bad, "hostname")
+	if code != 1 || len(f.steps) != 0 || !strings.Contains(stderr, "srun: error: srun prolog failed rc = 4. Aborting step.\n") ||
+		!strings.Contains(stderr, "srun: error: srun epilog failed status=4\n") {
+		t.Errorf("failing prolog: code %d, %d steps, stderr %q", code, len(f.steps), stderr)
+	}
+}
+
+// salloc --no-shell allocates and leaves the allocation; -K names the
+// signal its command gets when the allocation ends under it.
+func TestSallocNoShellKillCommand(t *testing.T) {
+	f, e, out, errb := newStepFake(t)
+	_, stderr, code := run(e, out, errb, "salloc", "--no-shell", "-N2")
+	if code != 0 || len(f.specs) != 1 || len(f.releases) != 0 || !strings.Contains(stderr, "salloc: Granted job allocation 40\n") {
+		t.Errorf("--no-shell: code %d, %d submits, %d releases, stderr %q", code, len(f.specs), len(f.releases), stderr)
+	}
+	for _, c := range []struct {
+		arg  string
+		code int
+	}{{"-K", 0}, {"--kill-command=USR1", 0}, {"--kill-command=NOPE", 1}} {
+		f.mu.Lock()
+		f.releases = nil
+		f.mu.Unlock()
+		_, stderr, code := run(e, out, errb, "salloc", c.arg, "true")
+		if code != c.code {
+			t.Errorf("salloc %s true: %d %q", c.arg, code, stderr)
+		}
 	}
 }

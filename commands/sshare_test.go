@@ -132,3 +132,81 @@ func TestSreport(t *testing.T) {
 		t.Error("a bad start time was accepted")
 	}
 }
+
+// TestSshareOptions: -o picks sshare's fields (by prefix, with widths),
+// -m adds the Partition column, -U leaves out account lines, -v says
+// what was asked for, -M names this cluster and prints its CLUSTER line.
+func TestSshareOptions(t *testing.T) {
+	e, so, se := answerFake(t, map[string]any{"/api/share": shareRows, "/api/config": map[string]string{"ClusterName": "lab"}})
+	for _, c := range []struct {
+		args           []string
+		stdout, stderr string
+		code           int
+	}{
+		{[]string{"-a", "-P", "-o", "acc,user,fairs%8,levelfs,cluster"}, "Account|User|FairShare|LevelFS|Cluster\n" +
+			"root||||cluster\n root|root|1.000000|inf|cluster\n phys|||0.500000|cluster\n" +
+			"  phys|alice|0.500000|0.500000|cluster\n  phys|bob|0.666667|inf|cluster\n", "", 0},
+		{[]string{"-a", "-n", "-o", "User%-6,RawUsage%5"}, "        3000 \nroot       0 \n        3000 \nalice   3000 \nbob        0 \n", "", 0},
+		{[]string{"-a", "-U", "-P", "-n"}, " root|root|1|0.500000|0|0.000000|1.000000\n  phys|alice|1|0.500000|3000|1.000000|0.500000\n" +
+			"  phys|bob|1|0.500000|0|0.000000|0.666667\n", "", 0},
+		{[]string{"-u", "bob", "-U", "-m", "-p"}, "Account|User|Partition|RawShares|NormShares|RawUsage|EffectvUsage|FairShare|\n" +
+			"  phys|bob||1|0.500000|0|0.000000|0.666667|\n", "", 0},
+		{[]string{"-M", "lab", "-U", "-u", "bob", "-P", "-n", "-o", "user"}, "CLUSTER: lab\nbob\n", "", 0},
+		{[]string{"-v", "-u", "bob,alice", "-A", "phys", "-U", "-P", "-n", "-o", "user"}, "alice\nbob\n",
+			"Users requested:\n\t: bob\n\t: alice\nAccounts requested:\n\t: phys\n", 0},
+		{[]string{"-v", "-a", "-U", "-P", "-n", "-o", "user"}, "root\nalice\nbob\n", "Users requested:\n\t: all\nAccounts requested:\n\t: all\n", 0},
+		{[]string{"-o", "bogus"}, "", "sshare: error: Invalid field requested: \"bogus\"\n", 1},
+		{[]string{"-M", "other"}, "", "sshare: error: No cluster 'other' known by database.\n" +
+			"sshare: error: 'other' can't be reached now, or it is an invalid entry for --cluster.  Use 'sacctmgr list clusters' to see available clusters.\n", 1},
+	} {
+		so.Reset()
+		se.Reset()
+		code := sshareMain(e, "sshare", c.args)
+		if so.String() != c.stdout || se.String() != c.stderr || code != c.code {
+			t.Errorf("sshare %v: %d\n%s%s\nwant %d\n%s%s", c.args, code, so, se, c.code, c.stdout, c.stderr)
+		}
+	}
+	so.Reset()
+	sshareMain(e, "sshare", []string{"-e"})
+	if !strings.HasPrefix(so.String(), "Account           Cluster           EffectvUsage      FairShare        \nGrpTRESMins") {
+		t.Errorf("sshare -e:\n%s", so)
+	}
+}
+
+// TestSreportOptions: -T cpu reports in TRES units with a TRES Name
+// column; TRES hpc does not measure are left out (none left: fatal); -M
+// names this cluster or reports nothing; one cluster option at a time.
+func TestSreportOptions(t *testing.T) {
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	rep := api.ReportResponse{Cluster: "lab", Start: day, End: day.Add(24 * time.Hour), TotalCPUs: 4,
+		Assocs: []api.ShareRow{{Account: "root"}, {Account: "root", User: "root", Depth: 1}},
+		Usage:  []api.ReportUsage{{Account: "root", User: "root", CPUSeconds: 600}}}
+	e, so, se := answerFake(t, map[string]any{"/api/report": rep, "/api/config": map[string]string{"ClusterName": "lab"}})
+	dash := strings.Repeat("-", 80)
+	for _, c := range []struct {
+		args           []string
+		stdout, stderr string
+		code           int
+	}{
+		{[]string{"-P", "-T", "cpu", "cluster", "utilization"}, dash + "\nCluster Utilization 2026-11-29T00:00:00 - 2026-11-29T23:59:59\n" +
+			"Usage reported in TRES Minutes\n" + dash + "\nCluster|TRES Name|Allocated|Down|PLND Down|Idle|Planned|Reported\nlab|cpu|10|0|0|5750|0|5760\n", "", 0},
+		{[]string{"-n", "-P", "-v", "--tres=mem,cpu", "user", "topusage"}, "lab|root|root|root|cpu|10\n",
+			"sreport: --tres: hpc's accounting measures cpu only; mem left out\n", 0},
+		{[]string{"-T", "mem", "cluster", "utilization"}, "", "sreport: fatal: No valid TRES given\n", 1},
+		{[]string{"-n", "-P", "-M", "lab", "-Q", "cluster", "utilization"}, "lab|10|0|0|5750|0|5760\n", "", 0},
+		{[]string{"-n", "-P", "--cluster", "other", "cluster", "utilization"}, "", "", 0},
+		{[]string{"-n", "-P", "-a", "--federation", "cluster", "utilization"}, "lab|10|0|0|5750|0|5760\n", "", 0},
+		{[]string{"-a", "-M", "lab", "cluster", "utilization"}, "", "Only one cluster option can be used (--all_clusters OR --cluster OR --local)\n", 1},
+	} {
+		so.Reset()
+		se.Reset()
+		code := sreportMain(e, "sreport", append(c.args, "start=2026-11-29", "end=2026-11-30"))
+		if so.String() != c.stdout || se.String() != c.stderr || code != c.code {
+			t.Errorf("sreport %v: %d\n%s%s\nwant %d\n%s%s", c.args, code, so, se, c.code, c.stdout, c.stderr)
+		}
+	}
+	so.Reset()
+	if code := sreportMain(e, "sreport", []string{"-h"}); code != 0 || !strings.Contains(so.String(), "Valid <OPTION> values are:") {
+		t.Errorf("sreport -h: %d %q", code, so)
+	}
+}

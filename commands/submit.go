@@ -47,15 +47,7 @@ func sbatchMain(e *Env, prog string, args []string) int {
 		return submitFailed(e, prog, err)
 	}
 	if opts.TestOnly {
-		// Nothing is queued: the controller says when and where it would
-		// start, as sbatch --test-only prints it.
-		r, err := cl.TestOnly(ctx, opts.Spec)
-		if err != nil {
-			return submitFailed(e, prog, err)
-		}
-		fmt.Fprintf(e.Stderr, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
-			prog, r.JobID, format.ISOTime(r.Start), r.CPUs, hostlist.Compress(r.Nodes), r.Partition)
-		return 0
+		return testOnly(ctx, e, prog, cl, opts.Spec)
 	}
 	// The script starts with sbatch's umask and limits (inherit.go).
 	opts.Spec.Env = withInheritance(opts.Spec.Env)
@@ -148,4 +140,24 @@ func submitFailed(e *Env, prog string, err error) int {
 	}
 	e.errorf(prog, "Batch job submission failed: %s", msg)
 	return 1
+}
+
+// testOnly is sbatch's and srun's --test-only: nothing is queued; the
+// controller says when and where the job would start.
+func testOnly(ctx context.Context, e *Env, prog string, cl *api.Client, spec api.JobSpec) int {
+	r, err := cl.TestOnly(ctx, spec)
+	if err != nil && prog == "sbatch" {
+		return submitFailed(e, prog, err)
+	}
+	if err != nil {
+		detail, msg := errText(err)
+		if detail != "" {
+			e.errorf(prog, "%s", detail)
+		}
+		e.errorf(prog, "Unable to allocate resources: %s", msg)
+		return 1
+	}
+	fmt.Fprintf(e.Stderr, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
+		prog, r.JobID, format.ISOTime(r.Start), r.CPUs, hostlist.Compress(r.Nodes), r.Partition)
+	return 0
 }

@@ -21,6 +21,16 @@ import (
 // "defined options" list.
 type givenOption struct{ name, value string }
 
+// hasGiven reports whether the option of that long name was given.
+func hasGiven(list []givenOption, name string) bool {
+	for _, g := range list {
+		if g.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // addGiven records an option: its last value, where it was first given.
 // Flags read "set", -v the number of times it was given, as Slurm's
 // option getters print them.

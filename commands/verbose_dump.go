@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"hpc/cluster/hostlist"
+	"hpc/commands/format"
 )
 
 // What squeue -v and sinfo -v print before their output: the options as
@@ -81,11 +82,11 @@ type sinfoDump struct {
 	longForm                                                  bool // format is -O's (or a default)
 }
 
-// sinfoDefaultFormat is the format sinfo settles on when none was given:
-// its -O style default for the view asked for, or SINFO_FORMAT (an -o
-// style one). partField and nodeField report the defaults whose column
-// widths sinfo sizes to the data.
-func sinfoDefaultFormat(summarize, nodeFlag, long, reasons bool, env string) (f string, longForm, partField, nodeField bool) {
+// sinfoDefaultFormat is the format sinfo settles on when none was given
+// (SINFO_FORMAT included): its -O style default for the view asked for.
+// partField and nodeField report the defaults whose column widths sinfo
+// sizes to the data.
+func sinfoDefaultFormat(summarize, nodeFlag, long, reasons bool) (f string, longForm, partField, nodeField bool) {
 	switch {
 	case summarize:
 		return "partition:9 ,available:.5 ,time:.10 ,nodeaiot:.16 ,nodelist:0", true, true, false
@@ -97,8 +98,6 @@ func sinfoDefaultFormat(summarize, nodeFlag, long, reasons bool, env string) (f 
 		return "reason:20 ,userlong:12 ,timestamp:19 ,statecompact:6 ,nodelist:0", true, false, false
 	case reasons:
 		return "reason:20 ,user:9 ,timestamp:19 ,nodelist:0", true, false, false
-	case env != "":
-		return env, false, false, false
 	case long:
 		return "partition:9 ,available:.5 ,time:.10 ,size:.10 ,root:.4 ,oversubscribe:.8 ,groups:.10 ,nodes:.6 ,statelong:.11 ,nodelist:0", true, true, false
 	}
@@ -286,5 +285,35 @@ func (p *squeueParams) dump(e *Env) squeueDump {
 	if len(p.nodes) > 0 {
 		d.nodes = hostlist.Compress(p.nodes)
 	}
+	return d
+}
+
+// sinfoDumpOf is what sinfo -v prints of the options it was given (g) and
+// settled (o), after the environment.
+func sinfoDumpOf(e *Env, g givenOpts, o format.SinfoOptions, iterate int) sinfoDump {
+	d := sinfoDump{
+		all: g.count["a"] > 0, dead: g.count["d"] > 0, exact: g.count["e"], long: o.Long,
+		noHeader: o.NoHeader, nodeFlag: o.NodeCentric, responding: g.count["r"] > 0,
+		summarize: o.Summarize, reservation: g.count["T"] > 0, iterate: iterate, verbose: g.count["v"],
+		nodes: g.value["n"], partition: g.value["p"], states: g.value["t"], sort: o.Sort,
+	}
+	if d.partition == "" && g.count["a"] == 0 {
+		d.partition = e.Getenv("SINFO_PARTITION")
+	}
+	if d.sort == "" {
+		d.sort = e.Getenv("SINFO_SORT")
+	}
+	if d.states == "" && o.ListReasons {
+		d.states = "down,fail,drain"
+	}
+	switch {
+	case o.Format != "":
+		d.format = o.Format
+	case o.LongFormat != "":
+		d.format, d.longForm = o.LongFormat, true
+	default:
+		d.format, d.longForm, d.partField, d.nodeField = sinfoDefaultFormat(o.Summarize, o.NodeCentric, o.Long, o.ListReasons)
+	}
+	d.filtering = d.dead || d.nodes != "" || d.partition != "" || d.responding || d.states != ""
 	return d
 }

@@ -229,6 +229,10 @@ var labAddrs = map[string]labAddr{
 	"TestLabRestartKeepsJobs":  {98, 32017},
 	"TestLabGPUDevices":        {99, 29917},
 	"TestAttacks":              {82, 32617},
+	"TestStriggerLab":          {84, 33217},
+	"TestLabSstatSbcast":       {83, 33117},
+	"TestPartitionLab":         {85, 33317},
+	"TestLabSattach":           {86, 33417},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a

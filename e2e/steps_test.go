@@ -236,7 +236,9 @@ func TestLabSteps(t *testing.T) {
 
 	t.Run("CtrlC", func(t *testing.T) {
 		l := l.with(t)
-		cmd := exec.Command(l.bin, "srun", "-N2", "-l", "bash", "-c",
+		// -X: the first Ctrl-C is passed on rather than answered with the
+		// tasks' states; a second within a second ends the step.
+		cmd := exec.Command(l.bin, "srun", "-X", "-N2", "-l", "bash", "-c",
 			`trap 'echo "got INT"' INT; trap '' TERM; echo up; while :; do sleep 0.05; done`)
 		cmd.Dir = rootDir
 		cmd.Env = append(os.Environ(), "HPC_DIR="+l.dir)

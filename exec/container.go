@@ -372,7 +372,7 @@ func (r *containerRuntime) config(cid string, spec *StepSpec) (*configs.Config, 
 	}
 	res := &cgroups.Resources{Devices: append(append([]*devconfig.Rule(nil), r.devRules...), extraRules...), PidsLimit: &pids}
 	if spec.MemMB > 0 {
-		res.Memory = spec.MemMB << 20
+		res.Memory = max(spec.MemMB, MinMemMB) << 20
 		if r.v2 || r.memsw {
 			res.MemorySwap = res.Memory // memory+swap = memory: no swap
 		}

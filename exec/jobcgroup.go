@@ -23,6 +23,11 @@ type jobCgroups struct {
 	steps map[string]int
 }
 
+// MinMemMB is the least memory limit a step or job cgroup gets, as
+// Slurm's task/cgroup's MinRAMSpace (30 MB by default): a smaller --mem
+// could not even start a container's init.
+const MinMemMB = 30
+
 func jobCgroupName(job string) string { return "job_" + sanitizeID(job) }
 
 // jobPath is the cgroup path of a step of job (or of a step without one).
@@ -47,7 +52,7 @@ func (r *containerRuntime) joinJob(spec *StepSpec) error {
 		// Devices stay as the node's: the steps below set their own.
 		res := &cgroups.Resources{SkipDevices: true}
 		if spec.JobMemMB > 0 {
-			res.Memory = spec.JobMemMB << 20
+			res.Memory = max(spec.JobMemMB, MinMemMB) << 20
 			if r.v2 || r.memsw {
 				res.MemorySwap = res.Memory
 			}

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hpc/cluster/config"
@@ -18,11 +20,14 @@ import (
 type Options struct {
 	Name   string         // this node's name
 	Config *config.Config // the cluster's config
-	Dir    string         // this node's state directory
-	Socket string         // the daemon's unix socket, for srun inside jobs
-	Exec   *exec.Executor // runs the steps
-	Peers  *peer.Caller   // calls to other nodes and to the leader
-	Log    *slog.Logger
+	// ConfigPath is the slurm.conf the node re-reads on reconfigure ("":
+	// none, the config was given whole).
+	ConfigPath string
+	Dir        string         // this node's state directory
+	Socket     string         // the daemon's unix socket, for srun inside jobs
+	Exec       *exec.Executor // runs the steps
+	Peers      *peer.Caller   // calls to other nodes and to the leader
+	Log        *slog.Logger
 	// Ctx ends with the daemon; work the agent started in the background
 	// stops then, and Wait waits for it.
 	Ctx context.Context
@@ -34,7 +39,8 @@ type Options struct {
 // previous daemon left running, and reports the ends of jobs to the
 // leader through its own node's API.
 type Agent struct {
-	cfg    *config.Config
+	cfg    atomic.Pointer[config.Config] // replaced by Reconfigure
+	path   string                        // the node's slurm.conf
 	self   *config.Node
 	name   string
 	dir    string
@@ -51,16 +57,47 @@ type Agent struct {
 
 // New returns the agent of node o.Name; the node must be in the config.
 func New(o Options) *Agent {
-	return &Agent{
-		cfg: o.Config, self: o.Config.Node(o.Name), name: o.Name, dir: o.Dir, socket: o.Socket,
+	ag := &Agent{
+		self: o.Config.Node(o.Name), name: o.Name, dir: o.Dir, socket: o.Socket, path: o.ConfigPath,
 		log: o.Log, ctx: o.Ctx, exec: o.Exec, peers: o.Peers, steps: newStepTable(),
 	}
+	ag.cfg.Store(o.Config)
+	return ag
+}
+
+// conf is the node's configuration: slurm.conf as the daemon read it at
+// start, or as it re-read it at the last scontrol reconfigure.
+func (ag *Agent) conf() *config.Config { return ag.cfg.Load() }
+
+// Reconfigure re-reads the node's slurm.conf (and the files beside it),
+// as slurmd does on scontrol reconfigure: what steps and jobs start with
+// from now on (Prolog, Epilog, KillWait, limits, ...) follows it. Nodes,
+// controllers and ports cannot change without a restart: such a file is
+// refused, and the node keeps what it has.
+func (ag *Agent) Reconfigure() error {
+	if ag.path == "" {
+		return nil
+	}
+	files, err := config.ReadFiles(ag.path)
+	if err != nil {
+		return err
+	}
+	next, err := config.ParseFiles(files)
+	if err != nil {
+		return err
+	}
+	if next.NeedsRestart(ag.conf()) {
+		return fmt.Errorf("%s: nodes, controllers or ports changed: restart the node's daemon", ag.path)
+	}
+	ag.cfg.Store(next)
+	return nil
 }
 
 // Routes adds the agent's node-to-node routes to mux, each wrapped by
 // node (which checks that a node signed the request).
 func (ag *Agent) Routes(mux *http.ServeMux, node func(http.HandlerFunc) http.HandlerFunc) {
 	mux.HandleFunc("POST /internal/launch", node(ag.handleLaunch))
+	mux.HandleFunc("POST /internal/reconfigure", node(ag.handleReconfigure))
 	mux.HandleFunc("POST /internal/signal", node(ag.handleSignal))
 	mux.HandleFunc("POST /internal/step/launch", node(ag.handleStepLaunch))
 	mux.HandleFunc("POST /internal/step/attach", node(ag.handleStepAttach))
@@ -70,6 +107,13 @@ func (ag *Agent) Routes(mux *http.ServeMux, node func(http.HandlerFunc) http.Han
 	mux.HandleFunc("POST /internal/job/cleanup", node(ag.handleJobCleanup))
 	mux.HandleFunc("POST /internal/job/release", node(ag.handleHolderRelease))
 	mux.HandleFunc("POST /internal/job/signal", node(ag.handleJobStepsSignal))
+	mux.HandleFunc("POST /internal/step/stat", node(ag.handleStepStat))
+	mux.HandleFunc("POST /internal/file/open", node(ag.handleFileOpen))
+	mux.HandleFunc("POST /internal/file/write", node(ag.handleFileWrite))
+	mux.HandleFunc("POST /internal/file/close", node(ag.handleFileClose))
+	mux.HandleFunc("POST /internal/file/stat", node(ag.handleFileStat))
+	mux.HandleFunc("POST /internal/file/read", node(ag.handleFileRead))
+	mux.HandleFunc("POST /internal/file/remove", node(ag.handleFileRemove))
 }
 
 // Wait waits for the agent's background work once its context ended.
@@ -83,3 +127,15 @@ func (ag *Agent) addr(port int) string {
 // KillAll kills every step the agent runs (SIGTERM, then SIGKILL after
 // grace) and waits for them: the daemon stops without leaving them.
 func (ag *Agent) KillAll(grace time.Duration) { ag.steps.killAll(grace) }
+
+// handleReconfigure is the leader's word, after scontrol reconfigure, to
+// re-read slurm.conf.
+func (ag *Agent) handleReconfigure(w http.ResponseWriter, r *http.Request) {
+	if err := ag.Reconfigure(); err != nil {
+		ag.log.Warn("reconfigure refused", "err", err)
+		peer.WriteErr(w, http.StatusConflict, err)
+		return
+	}
+	ag.log.Info("reconfigured", "file", ag.path)
+	peer.WriteJSON(w, struct{}{})
+}

@@ -189,7 +189,7 @@ func (ag *Agent) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	ag.steps.mu.Unlock()
 	switch {
 	case cancelled:
-		step.Kill(ag.cfg.KillWaitTime())
+		step.Kill(ag.conf().KillWaitTime())
 	case released:
 		step.Kill(0)
 	}
@@ -250,7 +250,7 @@ func (ag *Agent) jobEnded(j *api.Job, e api.JobEnd) {
 }
 
 // localAPI is this node's own TCP API, which forwards to the leader.
-func (ag *Agent) localAPI() (string, error) { return ag.addr(ag.cfg.APIPort), nil }
+func (ag *Agent) localAPI() (string, error) { return ag.addr(ag.conf().APIPort), nil }
 
 func (ag *Agent) handleSignal(w http.ResponseWriter, r *http.Request) {
 	var req SignalRequest

@@ -85,7 +85,7 @@ type storageAreas struct{ config.Storage }
 // storage is this node's view of the lab's storage areas; the lab's root
 // is the parent of the node's state directory.
 func (ag *Agent) storage() storageAreas {
-	return storageAreas{ag.cfg.Storage(filepath.Dir(ag.dir))}
+	return storageAreas{ag.conf().Storage(filepath.Dir(ag.dir))}
 }
 
 // safeName is a user or group name as a directory name, else the id.

@@ -56,7 +56,7 @@ func (ag *Agent) handleNodeScript(w http.ResponseWriter, r *http.Request, phase 
 	var res ScriptResult
 	switch phase {
 	case PhaseProlog:
-		res = ag.runNodeScript(PhaseProlog, ag.cfg.Prolog, &j)
+		res = ag.runNodeScript(PhaseProlog, ag.conf().Prolog, &j)
 	case PhaseEpilog:
 		res = ag.runEpilogHere(&j)
 	default:
@@ -68,8 +68,8 @@ func (ag *Agent) handleNodeScript(w http.ResponseWriter, r *http.Request, phase 
 
 // scriptTimeout is PrologEpilogTimeout.
 func (ag *Agent) scriptTimeout() time.Duration {
-	if ag.cfg.PrologEpilogTimeout > 0 {
-		return time.Duration(ag.cfg.PrologEpilogTimeout) * time.Second
+	if ag.conf().PrologEpilogTimeout > 0 {
+		return time.Duration(ag.conf().PrologEpilogTimeout) * time.Second
 	}
 	return 65534 * time.Second
 }
@@ -121,7 +121,7 @@ func (ag *Agent) scriptEnv(phase string, j *api.Job) []string {
 		"SLURM_JOB_GID=" + strconv.FormatUint(uint64(j.GID), 10),
 		"SLURM_JOB_PARTITION=" + j.Spec.Partition,
 		"SLURM_JOB_NODELIST=" + hostlist.Compress(nodes),
-		"SLURM_CLUSTER_NAME=" + ag.cfg.ClusterName,
+		"SLURM_CLUSTER_NAME=" + ag.conf().ClusterName,
 		"SLURMD_NODENAME=" + ag.name,
 	}
 }
@@ -129,7 +129,7 @@ func (ag *Agent) scriptEnv(phase string, j *api.Job) []string {
 // runEpilogHere runs this node's epilog for j; a failed epilog drains
 // this node with "Epilog error".
 func (ag *Agent) runEpilogHere(j *api.Job) ScriptResult {
-	res := ag.runNodeScript(PhaseEpilog, ag.cfg.Epilog, j)
+	res := ag.runNodeScript(PhaseEpilog, ag.conf().Epilog, j)
 	if res.Error != "" {
 		if err := ag.drainSelf(ReasonEpilogError); err != nil {
 			ag.log.Error("draining after a failed epilog failed", "job", j.ID, "err", err)
@@ -143,7 +143,7 @@ func (ag *Agent) drainSelf(reason string) error {
 	ctx, cancel := context.WithTimeout(ag.ctx, 30*time.Second)
 	defer cancel()
 	req := api.UpdateRequest{Nodes: []string{ag.name}, Set: map[string]string{"State": "DRAIN", "Reason": reason}}
-	return ag.peers.Call(ctx, peer.Identity{Node: true}, ag.addr(ag.cfg.APIPort), "/api/update", req, nil)
+	return ag.peers.Call(ctx, peer.Identity{Node: true}, ag.addr(ag.conf().APIPort), "/api/update", req, nil)
 }
 
 // OnAllocNodes calls fn on each node of j's allocation at once and waits.
@@ -160,7 +160,7 @@ func OnAllocNodes(j *api.Job, fn func(node string)) {
 func (ag *Agent) NodeScript(phase, node string, j *api.Job) (ScriptResult, error) {
 	if node == ag.name {
 		if phase == PhaseProlog {
-			return ag.runNodeScript(PhaseProlog, ag.cfg.Prolog, j), nil
+			return ag.runNodeScript(PhaseProlog, ag.conf().Prolog, j), nil
 		}
 		return ag.runEpilogHere(j), nil
 	}
@@ -178,7 +178,7 @@ func (ag *Agent) NodeScript(phase, node string, j *api.Job) (ScriptResult, error
 // runEpilogs runs the epilog on every node of j's allocation; the batch
 // host calls it after the batch step ended, before it reports the end.
 func (ag *Agent) runEpilogs(j *api.Job) {
-	if ag.cfg.Epilog == "" {
+	if ag.conf().Epilog == "" {
 		return
 	}
 	OnAllocNodes(j, func(node string) {
@@ -192,7 +192,7 @@ func (ag *Agent) runEpilogs(j *api.Job) {
 // ended: its steps are killed and, with an Epilog configured, the epilogs
 // run after that, before the end is reported.
 func (ag *Agent) endOnNodes(j *api.Job) {
-	if ag.cfg.Epilog == "" {
+	if ag.conf().Epilog == "" {
 		go ag.cleanupJob(j)
 		return
 	}

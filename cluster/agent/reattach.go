@@ -130,7 +130,7 @@ func (ag *Agent) adoptTasks(s *exec.Step) *taskStep {
 	ready := make(chan struct{})
 	close(ready)
 	ts := &taskStep{ready: ready, step: s, start: tag.Start}
-	ts.relay = newStepRelay(ag.cfg.StepAttachWait(), ts.abandon)
+	ts.relay = newStepRelay(ag.conf().StepAttachWait(), ts.abandon)
 	n := s.Tasks()
 	outs, errs := make([]io.Writer, n), make([]io.Writer, n)
 	for i := range n {
@@ -162,7 +162,7 @@ func (ag *Agent) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, 
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(ag.ctx, 15*time.Second)
-		err := ag.peers.Get(ctx, ag.addr(ag.cfg.APIPort), "/api/jobs", &jobs)
+		err := ag.peers.Get(ctx, ag.addr(ag.conf().APIPort), "/api/jobs", &jobs)
 		cancel()
 		if err == nil {
 			break

@@ -112,8 +112,8 @@ func (ag *Agent) stepEnv(j *api.Job, base []string, slot envSlot) []string {
 		if s.CPUsPerTask > 1 || j.Spec.CPUsPerTask > 0 {
 			set["SLURM_CPUS_PER_TASK"] = strconv.Itoa(s.CPUsPerTask)
 		}
-		if n := ag.cfg.Node(slot.launcher); n != nil {
-			port := strconv.Itoa(ag.cfg.APIPort)
+		if n := ag.conf().Node(slot.launcher); n != nil {
+			port := strconv.Itoa(ag.conf().APIPort)
 			set["SLURM_LAUNCH_NODE_IPADDR"] = n.Addr
 			set["SLURM_SRUN_COMM_HOST"] = n.Addr
 			set["SLURM_SRUN_COMM_PORT"] = port
@@ -157,7 +157,7 @@ func (ag *Agent) jobVars(j *api.Job) map[string]string {
 		"SLURM_SUBMIT_DIR":        j.Spec.WorkDir,
 		"SLURM_SUBMIT_HOST":       j.Spec.SubmitHost,
 		"SLURM_JOB_PARTITION":     j.Spec.Partition,
-		"SLURM_CLUSTER_NAME":      ag.cfg.ClusterName,
+		"SLURM_CLUSTER_NAME":      ag.conf().ClusterName,
 		"SLURM_JOB_ACCOUNT":       j.Account,
 		"SLURM_JOB_QOS":           qos,
 		"SLURM_JOB_UID":           strconv.FormatUint(uint64(j.UID), 10),
@@ -186,8 +186,8 @@ func (ag *Agent) jobVars(j *api.Job) map[string]string {
 		set["SLURM_MEM_PER_NODE"] = strconv.FormatInt(j.Spec.MemPerNodeMB, 10)
 	case j.Spec.MemPerCPUMB > 0:
 		set["SLURM_MEM_PER_CPU"] = strconv.FormatInt(j.Spec.MemPerCPUMB, 10)
-	case ag.cfg.DefMemPerCPU > 0:
-		set["SLURM_MEM_PER_CPU"] = strconv.FormatInt(ag.cfg.DefMemPerCPU, 10)
+	case ag.conf().DefMemPerCPU > 0:
+		set["SLURM_MEM_PER_CPU"] = strconv.FormatInt(ag.conf().DefMemPerCPU, 10)
 	}
 	return set
 }
@@ -338,7 +338,7 @@ func gpuIndices(a api.NodeAlloc) string {
 
 // nodeAddr is a node's address from the config ("" if unknown).
 func (ag *Agent) nodeAddr(name string) string {
-	if n := ag.cfg.Node(name); n != nil {
+	if n := ag.conf().Node(name); n != nil {
 		return n.Addr
 	}
 	return ""
@@ -364,7 +364,7 @@ func (ag *Agent) masterPort(jobID uint64) int {
 // this node, in file order (how the scheduler numbers them).
 func (ag *Agent) gresDevices(mine api.NodeAlloc) []string {
 	files := map[string][]string{}
-	for _, g := range ag.cfg.GresDevices {
+	for _, g := range ag.conf().GresDevices {
 		if g.Node == ag.name {
 			files[g.Name] = append(files[g.Name], g.Files...)
 		}
@@ -413,7 +413,7 @@ func (ag *Agent) inherited(env []string) (inheritance, []string) {
 		}
 		rest = append(rest, kv)
 	}
-	for _, l := range ag.cfg.PropagatedLimits() {
+	for _, l := range ag.conf().PropagatedLimits() {
 		// A leading U marks a limit srun --propagate names: the same here.
 		v, ok := limits[l.Name]
 		if n, err := strconv.ParseUint(strings.TrimPrefix(v, "U"), 10, 64); ok && err == nil {

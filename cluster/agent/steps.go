@@ -81,8 +81,8 @@ func (ag *Agent) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	argv := append([]string{prog}, req.Argv[1:]...)
-	ts := &taskStep{ready: make(chan struct{}), start: j.StartTime}
-	ts.relay = newStepRelay(ag.cfg.StepAttachWait(), ts.abandon)
+	ts := &taskStep{ready: make(chan struct{}), start: j.StartTime, first: first}
+	ts.relay = newStepRelay(ag.conf().StepAttachWait(), ts.abandon)
 	gtids := make([]int, n)
 	for i := range gtids {
 		gtids[i] = first + i
@@ -147,8 +147,54 @@ func (ag *Agent) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		ts.cancelled.Store(true)
 		st.Kill(0)
 	}
-	go ag.awaitTaskStep(j.ID, s.ID, ts, first, n)
+	go func() {
+		// The node's log for srun (--slurmd-debug) goes before its end.
+		if lv := stepdLevel(req.Env); lv >= logVerbose {
+			ts.relay.send(TaskFrame{Task: first, Stream: api.StreamStderr, Data: stepdLog(lv, j.ID, s.ID, ag.name, n)})
+		}
+		ag.awaitTaskStep(j.ID, s.ID, ts, first, n)
+	}()
 	ts.relay.serve(out, r.Context().Done())
+}
+
+// Slurm's log levels, as srun --slurmd-debug raises the nodes' level
+// above error for a step (srun sends the increment as SLURMD_DEBUG).
+const (
+	logError   = 2
+	logVerbose = 4
+	logDebug   = 5
+	logDebug2  = 6
+)
+
+var logLevelNames = []string{"quiet", "fatal", "error", "info", "verbose", "debug", "debug2"}
+
+// stepdLevel is the level of a step's node log sent to srun: error, raised
+// by srun's SLURMD_DEBUG (0 to 4).
+func stepdLevel(env []string) int {
+	v, ok := lookupVar(env, "SLURMD_DEBUG")
+	if !ok {
+		return logError
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return logError
+	}
+	return min(logError+n, logDebug2)
+}
+
+// stepdLog is what this node says on srun's stderr of a step it starts,
+// at the level srun asked for, as slurmstepd's log does: its levels,
+// then (debug) the step's start here and (debug2) its layout.
+func stepdLog(level int, job uint64, step uint32, node string, ntasks int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "slurmstepd: debug levels are stderr='%s', logfile='info', syslog='quiet'\n", logLevelNames[level])
+	if level >= logDebug {
+		fmt.Fprintf(&b, "slurmstepd: debug:  StepId=%d.%d: %d tasks started on %s\n", job, step, ntasks, node)
+	}
+	if level >= logDebug2 {
+		fmt.Fprintf(&b, "slurmstepd: debug2: StepId=%d.%d: output of the tasks relayed to the launcher\n", job, step)
+	}
+	return []byte(b.String())
 }
 
 // stepTag is what a task step's container keeps of its place (exec's
@@ -441,7 +487,7 @@ func (ag *Agent) cleanupLocal(jobID uint64, start time.Time) {
 	for _, ts := range steps {
 		<-ts.ready
 		if ts.step != nil {
-			ts.step.Kill(ag.cfg.KillWaitTime())
+			ts.step.Kill(ag.conf().KillWaitTime())
 		}
 	}
 	for _, ts := range steps {

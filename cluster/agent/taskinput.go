@@ -32,7 +32,12 @@ func taskInput(t *exec.TaskSpec, req *StepLaunchRequest, g int) {
 // the step (or resizes task 0's terminal). A piece may arrive before the
 // step has started here: it waits for it a little.
 func (ag *Agent) handleTaskInput(w http.ResponseWriter, r *http.Request) {
-	var in api.StepInput
+	// Task, from sattach --input-filter, picks one task (-1 or absent:
+	// every task here that reads input).
+	var in struct {
+		api.StepInput
+		Task *int `json:"task"`
+	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
@@ -63,6 +68,9 @@ func (ag *Agent) handleTaskInput(w http.ResponseWriter, r *http.Request) {
 	}
 	for i := 0; ; i++ {
 		in2 := st.Stdin(i)
+		if in.Task != nil && *in.Task >= 0 && i != *in.Task-ts.first {
+			in2 = nil
+		}
 		if in2 == nil {
 			if i >= st.Tasks() {
 				break

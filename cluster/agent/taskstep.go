@@ -14,6 +14,7 @@ type taskStep struct {
 	ready chan struct{}
 	step  *exec.Step
 	start time.Time // the start of the job run it belongs to
+	first int       // the global rank of its first task here
 	// relay carries the step's output to its launcher (steprelay.go).
 	relay *stepRelay
 	// cancelled: killed on purpose (srun's second Ctrl-C, the job's end),

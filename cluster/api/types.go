@@ -370,6 +370,24 @@ type AcctRow struct {
 	// Usage is what a step used (sacct's MaxRSS, MaxRSSNode, TotalCPU,
 	// UserCPU, SystemCPU); nil for a job's own row and unmeasured steps.
 	Usage *StepUsage `json:"usage,omitempty"`
+	// The job's (a step row carries its job's): sacct's Group, GID, QOS,
+	// Constraints, Reason, Timelimit, WorkDir, ReqCPUS and ReqMem, and
+	// what -g, -q, -C, -R and -k/-K select on.
+	Group        string `json:"group,omitempty"`
+	GID          uint32 `json:"gid,omitempty"`
+	QOS          string `json:"qos,omitempty"`
+	Constraints  string `json:"constraints,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	TimeLimitMin int64  `json:"time_limit_min,omitempty"`
+	WorkDir      string `json:"work_dir,omitempty"`
+	ReqCPUs      int    `json:"req_cpus,omitempty"`
+	ReqMemMB     int64  `json:"req_mem_mb,omitempty"`
+	// Script and Env are the batch script and environment the accounting
+	// store keeps where AccountingStoreFlags says job_script / job_env
+	// (sacct -B, --env-vars): on job rows of a query by job id, for the
+	// job's owner, root and operators; nil when not stored or withheld.
+	Script *string  `json:"script,omitempty"`
+	Env    []string `json:"env,omitempty"`
 }
 
 // JobEnd is what a node's agent reports when a job's batch step ends
@@ -537,6 +555,12 @@ const (
 	ErrMemoryUnsatisfied  = "Memory specification can not be satisfied"
 	ErrInvalidNodeName    = "Invalid node name specified"
 	ErrJobNotPendingOrRun = "Job is no longer pending execution"
+	// ErrTransitionState answers a signal to a job that has not started
+	// (Slurm's ESLURM_TRANSITION_STATE_NO_UPDATE); scancel tries again.
+	ErrTransitionState = "Job can not be altered now, try again later"
+	// ErrNodesBusy answers an exclusive step whose CPUs other steps hold:
+	// srun waits and asks again.
+	ErrNodesBusy = "Requested nodes are busy"
 	// ErrTryAgain is EAGAIN's text: the controller holds MaxJobCount jobs
 	// (sbatch retries, as Slurm's does).
 	ErrTryAgain = "Resource temporarily unavailable"
@@ -866,6 +890,10 @@ type Step struct {
 	Tasks []int    `json:"tasks"` // tasks on each node of Nodes
 	// CPUsPerTask is the step's -c (or the job's).
 	CPUsPerTask int `json:"cpus_per_task"`
+	// Exclusive is srun --exclusive (or --exact): the step holds its
+	// tasks' CPUs, and other such steps of the job run beside it, on other
+	// CPUs, or wait.
+	Exclusive bool `json:"exclusive,omitempty"`
 	// Launcher is the node whose daemon runs the step for its srun.
 	Launcher string    `json:"launcher"`
 	State    JobState  `json:"state"`
@@ -916,6 +944,9 @@ type StepRequest struct {
 	// KillOnBadExit is srun -K: the step is killed as soon as one of its
 	// tasks fails (exits non-zero or is signalled).
 	KillOnBadExit bool `json:"kill_on_bad_exit,omitempty"`
+	// Exclusive is srun --exclusive or --exact: the step takes CPUs no
+	// other such step of the job holds, waiting for them if need be.
+	Exclusive bool `json:"exclusive,omitempty"`
 }
 
 // StepInput carries a piece of srun's standard input to its step's tasks

@@ -88,6 +88,10 @@ type Config struct {
 	// root.
 	SlurmUser string
 
+	// Text is the slurm.conf text Parse read (not served: scontrol write
+	// config and reconfigure use it).
+	Text string `json:"-"`
+
 	nodeIndex map[string]int // name -> index in Nodes, built by Parse
 }
 

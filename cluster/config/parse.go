@@ -93,12 +93,14 @@ func parse(r io.Reader, file string) (*Config, error) {
 		nodeLine:     map[string]int{},
 		hpcPortLine:  map[string]int{},
 	}
-	if err := scanLines(r, p.errf, p.line); err != nil {
+	var text strings.Builder
+	if err := scanLines(io.TeeReader(r, &text), p.errf, p.line); err != nil {
 		return nil, err
 	}
 	if err := p.finish(); err != nil {
 		return nil, err
 	}
+	p.cfg.Text = text.String()
 	return p.cfg, nil
 }
 
@@ -743,9 +745,23 @@ func (p *parser) partitionLine(n int, pairs []pair) error {
 	return nil
 }
 
-func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
-	part := &Partition{Name: kv["partitionname"].value, MaxTimeMin: Unlimited, DefaultTimeMin: Unlimited, MaxNodes: -1, State: "UP",
+// newPartition is a partition of that name with slurm.conf's defaults.
+func newPartition(name string) *Partition {
+	return &Partition{Name: name, MaxTimeMin: Unlimited, DefaultTimeMin: Unlimited, MaxNodes: -1, State: "UP",
 		PriorityTier: 1, PriorityJobFactor: 1, OverSubscribe: "NO"}
+}
+
+func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
+	part := newPartition(kv["partitionname"].value)
+	if err := p.setPartitionKeys(n, part, kv); err != nil {
+		return nil, err
+	}
+	return part, nil
+}
+
+// setPartitionKeys sets the partition line's keys of kv on part, replacing
+// (never writing into) its slices. Nodes=ALL is left for the caller.
+func (p *parser) setPartitionKeys(n int, part *Partition, kv map[string]pair) error {
 	for _, k := range sortedKeys(kv) {
 		v := kv[k]
 		switch k {
@@ -754,9 +770,10 @@ func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
 			if strings.EqualFold(v.value, "ALL") {
 				continue // filled in when every node is known
 			}
+			part.Nodes = nil
 			names, err := hostlist.Expand(v.value)
 			if err != nil {
-				return nil, p.errf(n, "Nodes: %v", err)
+				return p.errf(n, "Nodes: %v", err)
 			}
 			seen := make(map[string]bool, len(names))
 			for _, nm := range names {
@@ -772,7 +789,7 @@ func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
 			case "NO":
 				part.Default = false
 			default:
-				return nil, p.errf(n, "invalid Default=%s: expected YES or NO", v.value)
+				return p.errf(n, "invalid Default=%s: expected YES or NO", v.value)
 			}
 		case "maxtime", "defaulttime":
 			var m int64 = Unlimited
@@ -781,7 +798,7 @@ func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
 				m, err = ParseTime(v.value)
 			}
 			if err != nil || m < Unlimited {
-				return nil, p.errf(n, "invalid %s=%s: expected minutes, [days-]hours:minutes:seconds or UNLIMITED", v.key, v.value)
+				return p.errf(n, "invalid %s=%s: expected minutes, [days-]hours:minutes:seconds or UNLIMITED", v.key, v.value)
 			}
 			if k == "maxtime" {
 				part.MaxTimeMin = m
@@ -795,14 +812,14 @@ func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
 			default:
 				m, err := nonNegInt(v.value)
 				if err != nil {
-					return nil, p.errf(n, "invalid MaxNodes=%s: expected a number or UNLIMITED", v.value)
+					return p.errf(n, "invalid MaxNodes=%s: expected a number or UNLIMITED", v.value)
 				}
 				part.MaxNodes = m
 			}
 		case "prioritytier", "priorityjobfactor":
 			m, err := nonNegInt(v.value)
 			if err != nil {
-				return nil, p.errf(n, "invalid %s=%s: expected a number", v.key, v.value)
+				return p.errf(n, "invalid %s=%s: expected a number", v.key, v.value)
 			}
 			if k == "prioritytier" {
 				part.PriorityTier = m
@@ -816,7 +833,7 @@ func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
 			case "EXCLUSIVE":
 				part.OverSubscribe = "EXCLUSIVE"
 			default:
-				return nil, p.errf(n, "invalid OverSubscribe=%s: hpc supports NO and EXCLUSIVE", v.value)
+				return p.errf(n, "invalid OverSubscribe=%s: hpc supports NO and EXCLUSIVE", v.value)
 			}
 		case "allowaccounts", "allowqos":
 			var list []string
@@ -837,18 +854,18 @@ func (p *parser) buildPartition(n int, kv map[string]pair) (*Partition, error) {
 			case "UP", "DOWN", "DRAIN", "INACTIVE":
 				part.State = s
 			default:
-				return nil, p.errf(n, "invalid State=%s: expected UP, DOWN, DRAIN or INACTIVE", v.value)
+				return p.errf(n, "invalid State=%s: expected UP, DOWN, DRAIN or INACTIVE", v.value)
 			}
 		default:
 			if !ignoredPartKeys[k] {
-				return nil, p.errf(n, "unknown PartitionName option %s", v.key)
+				return p.errf(n, "unknown PartitionName option %s", v.key)
 			}
 		}
 	}
 	if part.DefaultTimeMin != Unlimited && part.MaxTimeMin != Unlimited && part.DefaultTimeMin > part.MaxTimeMin {
-		return nil, p.errf(n, "DefaultTime=%s exceeds MaxTime=%s", FormatTimeLong(part.DefaultTimeMin), FormatTimeLong(part.MaxTimeMin))
+		return p.errf(n, "DefaultTime=%s exceeds MaxTime=%s", FormatTimeLong(part.DefaultTimeMin), FormatTimeLong(part.MaxTimeMin))
 	}
-	return part, nil
+	return nil
 }
 
 // finish checks the whole file and fills in what depends on all of it.

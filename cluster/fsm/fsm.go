@@ -45,6 +45,15 @@ type State struct {
 	Nodes     map[string]*NodeState `json:"nodes"`
 	// Acct is what sacctmgr manages: QoS, accounts, users, associations.
 	Acct acct.State `json:"acct"`
+	// Triggers are strigger's (triggers.go): replaced, never changed in
+	// place, so a snapshot shares them.
+	Triggers *TriggerState `json:"triggers,omitempty"`
+	// Partitions are the live partitions once scontrol or a reconfigure
+	// with ReconfigFlags changed them (nil: the configuration's); Conf the
+	// files of the last scontrol reconfigure (nil: those the daemon started
+	// with). Both are replaced, never changed in place (partitions.go).
+	Partitions []config.Partition `json:"partitions,omitempty"`
+	Conf       *config.Files      `json:"conf,omitempty"`
 }
 
 // FSM is the Raft state machine of the controller. Its contract, as
@@ -67,6 +76,10 @@ type FSM struct {
 	acct *accounting.Store
 	log  *slog.Logger
 
+	// boot is the configuration the daemon started with; cfg the live one
+	// (partitions.go), replaced by Apply under mu.
+	boot *config.Config
+
 	mu      sync.RWMutex
 	st      State
 	changed chan struct{} // closed and replaced after every Apply
@@ -85,6 +98,7 @@ type FSM struct {
 // New returns the FSM of a new cluster; acct may be nil (no accounting).
 func New(cfg *config.Config, acct *accounting.Store, log *slog.Logger) *FSM {
 	f := &FSM{cfg: cfg, acct: acct, log: log, changed: make(chan struct{})}
+	f.boot = cfg
 	f.st = emptyState(cfg)
 	return f
 }
@@ -147,6 +161,8 @@ func (f *FSM) apply(op Op) (Result, []uint64) {
 	if err := checkTime("entry time", entryTime(op)); err != nil {
 		return Result{Err: err}, nil
 	}
+	// Trigger events are noted once the entry has changed the state.
+	defer f.noteTriggerEvents(op, f.triggerNodeBefore(op))
 	switch op := op.(type) {
 	case *Submit:
 		return f.applySubmit(op)
@@ -180,6 +196,16 @@ func (f *FSM) apply(op Op) (Result, []uint64) {
 		return f.applyStepEnd(op)
 	case *Acctmgr:
 		return f.applyAcctmgr(op)
+	case *TriggerSet:
+		return f.applyTriggerSet(op)
+	case *TriggerClear:
+		return f.applyTriggerClear(op)
+	case *TriggerFired:
+		return f.applyTriggerFired(op)
+	case *PartitionChange:
+		return f.applyPartition(op)
+	case *Reconfigure:
+		return f.applyReconfigure(op)
 	}
 	return Result{Err: fmt.Errorf("no apply for %T", op)}, nil
 }
@@ -206,6 +232,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	defer f.mu.Unlock()
 	st := State{NextJobID: f.st.NextJobID, Acct: f.st.Acct,
 		Jobs: make(map[uint64]*api.Job, len(f.st.Jobs)), Nodes: make(map[string]*NodeState, len(f.st.Nodes))}
+	st.Triggers = f.st.Triggers // never changed in place
+	// Partitions and Conf are replaced, never changed in place.
+	st.Partitions, st.Conf = f.st.Partitions, f.st.Conf
 	for id, j := range f.st.Jobs {
 		st.Jobs[id] = j
 	}
@@ -257,6 +286,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	st.Nodes = fresh.Nodes
 	st.Acct.FillDefaults()
+	live, err := liveConfig(f.boot, &st)
+	if err != nil { // a reconfigure's files this binary no longer parses
+		f.log.Error("snapshot's configuration does not parse: keeping the daemon's", "err", err)
+		st.Conf = nil
+		live, _ = liveConfig(f.boot, &st)
+	}
 	if st.Jobs == nil {
 		st.Jobs = map[uint64]*api.Job{}
 	}
@@ -267,6 +302,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st = st
+	f.cfg = live
 	ch := f.changed
 	f.changed = make(chan struct{})
 	if f.snapshots > 0 {

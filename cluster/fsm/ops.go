@@ -36,6 +36,20 @@ const (
 	TypeAcctmgr   Type = 16 // an sacctmgr add, modify or delete
 )
 
+// The trigger operations (strigger; payloads in triggers.go).
+const (
+	TypeTriggerSet   Type = 17 // strigger --set
+	TypeTriggerClear Type = 18 // strigger --clear
+	TypeTriggerFired Type = 19 // the leader runs a trigger's program now
+)
+
+// The partition and configuration operations (scontrol; payloads in
+// partitions.go).
+const (
+	TypePartition   Type = 20 // scontrol create, update or delete partition
+	TypeReconfigure Type = 21 // scontrol reconfigure: the new slurm.conf
+)
+
 // Op is the payload of one log entry. Every field Apply reads is in the
 // payload, the time included: Apply never reads a clock, so every
 // controller reaches the same state and writes the same accounting rows.
@@ -59,6 +73,13 @@ var newOp = map[Type]func() Op{
 	TypeStepStart: func() Op { return new(StepStart) },
 	TypeStepEnd:   func() Op { return new(StepEnd) },
 	TypeAcctmgr:   func() Op { return new(Acctmgr) },
+
+	TypeTriggerSet:   func() Op { return new(TriggerSet) },
+	TypeTriggerClear: func() Op { return new(TriggerClear) },
+	TypeTriggerFired: func() Op { return new(TriggerFired) },
+
+	TypePartition:   func() Op { return new(PartitionChange) },
+	TypeReconfigure: func() Op { return new(Reconfigure) },
 }
 
 // Submit is a new job, or a job array (Job.Spec.Array) of one job per
@@ -207,6 +228,10 @@ func (*UpdateJob) Type() Type       { return TypeUpdateJob }
 func (*StepStart) Type() Type       { return TypeStepStart }
 func (*StepEnd) Type() Type         { return TypeStepEnd }
 func (*Acctmgr) Type() Type         { return TypeAcctmgr }
+
+func (*TriggerSet) Type() Type   { return TypeTriggerSet }
+func (*TriggerClear) Type() Type { return TypeTriggerClear }
+func (*TriggerFired) Type() Type { return TypeTriggerFired }
 
 // Encode makes the log entry of op.
 func Encode(op Op) ([]byte, error) {

@@ -2,9 +2,11 @@ package fsm
 
 import (
 	"sort"
+	"strings"
 
 	"hpc/accounting"
 	"hpc/cluster/api"
+	"hpc/cluster/config"
 	"hpc/cluster/hostlist"
 )
 
@@ -15,7 +17,50 @@ import (
 // recordJob writes a job's accounting rows: the job, its batch step (an
 // allocation made by srun or salloc has none, as in Slurm) and its steps.
 func (f *FSM) recordJob(j *api.Job) error {
-	return f.acct.UpsertBatch([]accounting.JobRecord{jobRecord(j)}, jobStepRecords(j))
+	return f.acct.UpsertBatch([]accounting.JobRecord{f.storedJobRecord(j)}, jobStepRecords(j))
+}
+
+// storedJobRecord is jobRecord with the batch script and environment kept
+// as slurm.conf's AccountingStoreFlags (job_script, job_env) asks, as
+// slurmctld sends them to slurmdbd: for batch jobs only.
+func (f *FSM) storedJobRecord(j *api.Job) accounting.JobRecord {
+	r := jobRecord(j)
+	if j.Spec.Script == "" || j.Spec.Script == api.HolderScript {
+		return r
+	}
+	f.mu.RLock() // Apply records outside its lock; a reconfigure replaces cfg
+	cfg := f.cfg
+	f.mu.RUnlock()
+	script, env := storeFlags(cfg)
+	if script {
+		s := j.Spec.Script
+		r.Script = &s
+	}
+	if env {
+		r.Env = append([]string{}, j.Spec.Env...)
+	}
+	return r
+}
+
+// storeFlags reads AccountingStoreFlags (key and values in any case).
+func storeFlags(cfg *config.Config) (script, env bool) {
+	if cfg == nil {
+		return false, false
+	}
+	for k, v := range cfg.Raw {
+		if !strings.EqualFold(k, "AccountingStoreFlags") {
+			continue
+		}
+		for _, flag := range strings.Split(v, ",") {
+			switch strings.ToLower(strings.TrimSpace(flag)) {
+			case "job_script":
+				script = true
+			case "job_env":
+				env = true
+			}
+		}
+	}
+	return script, env
 }
 
 // recordAll writes the rows of every job of st, in id order. Upsert, not
@@ -30,7 +75,7 @@ func (f *FSM) recordAll(st *State) error {
 	var steps []accounting.StepRecord
 	for _, id := range ids {
 		j := st.Jobs[id]
-		jobs = append(jobs, jobRecord(j))
+		jobs = append(jobs, f.storedJobRecord(j))
 		steps = append(steps, jobStepRecords(j)...)
 	}
 	return f.acct.UpsertBatch(jobs, steps)
@@ -66,6 +111,9 @@ func jobRecord(j *api.Job) accounting.JobRecord {
 		Submit:       j.SubmitTime,
 		Start:        j.StartTime,
 		End:          j.EndTime,
+		QOS:          j.Spec.QOS,
+		Constraints:  j.Spec.Constraint,
+		Reason:       dbReason(j),
 	}
 	if j.State.Final() && j.State != api.StateCancelled {
 		r.ExitCode, r.Signal = j.ExitCode, j.Signal
@@ -78,6 +126,21 @@ func jobRecord(j *api.Job) accounting.JobRecord {
 		r.AllocCPUs = r.ReqCPUs
 	}
 	return r
+}
+
+// dbReason is the reason a pending job waits for, as slurmctld keeps it
+// for the database (state_reason_prev_db): Priority and Resources, every
+// job's lot, are not kept. "" leaves the stored reason as it is, so a job
+// that started keeps the last reason it waited for.
+func dbReason(j *api.Job) string {
+	if j.State != api.StatePending {
+		return ""
+	}
+	switch j.Reason {
+	case "", api.ReasonNone, "Priority", "Resources":
+		return ""
+	}
+	return j.Reason
 }
 
 func batchStepRecord(j *api.Job) accounting.StepRecord {

@@ -27,6 +27,7 @@ func TestParseArgsForms(t *testing.T) {
 		{[]string{"--partition", "gpu"}, api.JobSpec{Partition: "gpu"}, []string{"partition"}},
 		{[]string{"-N2"}, api.JobSpec{Nodes: 2}, []string{"nodes"}},
 		{[]string{"-N", "2-4"}, api.JobSpec{Nodes: 2, MaxNodes: 4}, []string{"nodes"}},
+		{[]string{"-N-3"}, api.JobSpec{Nodes: 1, MaxNodes: 3}, []string{"nodes"}}, // Slurm reads an empty minimum as 1
 		{[]string{"--nodes=3"}, api.JobSpec{Nodes: 3}, []string{"nodes"}},
 		{[]string{"-n4"}, api.JobSpec{NTasks: 4}, []string{"ntasks"}},
 		{[]string{"--ntasks", "8"}, api.JobSpec{NTasks: 8}, []string{"ntasks"}},

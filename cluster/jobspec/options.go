@@ -295,6 +295,9 @@ func nodeCount(v string) (int, int, error) {
 	}
 	if lo, hi, isRange := strings.Cut(v, "-"); isRange {
 		min, ok := countField(lo)
+		if strings.TrimSpace(lo) == "" {
+			min, ok = 1, true // "-3": at most 3, as Slurm reads an empty minimum
+		}
 		if !ok {
 			return 0, 0, bad(lo)
 		}
@@ -516,4 +519,13 @@ func checkDependency(v string) error {
 		}
 	}
 	return nil
+}
+
+// SbatchOption is sbatch's option of that long name, for srun and salloc,
+// which share many of sbatch's options and hand them to ParseArgs.
+func SbatchOption(long string) (Opt, bool) {
+	if o := byLong[long]; o != nil {
+		return o.Opt, true
+	}
+	return Opt{}, false
 }

@@ -27,6 +27,9 @@ type SacctOptions struct {
 	ParsableTrailing bool
 	// NoHeader is -n.
 	NoHeader bool
+	// Delimiter is --delimiter: what separates fields under -p and -P
+	// instead of '|'.
+	Delimiter string
 	// Now is used for the elapsed time of jobs that have not ended.
 	Now time.Time
 }
@@ -115,7 +118,7 @@ var sacctDefs = []sacctDef{
 	{16, "BlockID", 's', unset},
 	{10, "Cluster", 's', unset},
 	{14, "Comment", 's', unset},
-	{19, "Constraints", 's', unset},
+	{19, "Constraints", 's', jobOnly(func(r api.AcctRow) string { return r.Constraints })},
 	{14, "ConsumedEnergy", 's', unset},
 	{17, "ConsumedEnergyRaw", 'u', unset},
 	{19, "Container", 's', unset},
@@ -140,8 +143,8 @@ var sacctDefs = []sacctDef{
 	{19, "End", 'd', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(ISOTime(r.End)) }},
 	{8, "ExitCode", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(exitPair(r.ExitCode, r.Signal)) }},
 	{19, "Flags", 's', unset},
-	{6, "GID", 'u', unset},
-	{9, "Group", 's', unset},
+	{6, "GID", 'u', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(strconv.FormatUint(uint64(r.GID), 10)) }},
+	{9, "Group", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.Group) }},
 	{-12, "JobID", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.JobIDString()) }},
 	{-12, "JobIDRaw", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.JobIDString()) }},
 	{10, "JobName", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.JobName) }},
@@ -196,9 +199,14 @@ var sacctDefs = []sacctDef{
 		return sv(r.Partition)
 	}},
 	{10, "Priority", 'u', unset},
-	{10, "QOS", 's', unset},
+	{10, "QOS", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.QOS) }},
 	{6, "QOSRAW", 'u', unset},
-	{22, "Reason", 's', unset},
+	{22, "Reason", 's', jobOnly(func(r api.AcctRow) string {
+		if r.Reason == "" {
+			return "None"
+		}
+		return r.Reason
+	})},
 	{10, "ReqCPUFreq", 's', unset},
 	{13, "ReqCPUFreqGov", 's', unset},
 	{13, "ReqCPUFreqMax", 's', unset},
@@ -219,8 +227,10 @@ var sacctDefs = []sacctDef{
 	{10, "Suspended", 't', unset},
 	{15, "SystemComment", 's', unset},
 	{10, "SystemCPU", 's', cpuField(func(u *api.StepUsage) time.Duration { return u.SystemCPU })},
-	{10, "Timelimit", 's', unset},
-	{10, "TimelimitRaw", 's', unset},
+	{10, "Timelimit", 's', jobOnly(func(r api.AcctRow) string { return acctTimeLimit(r.TimeLimitMin, mins2time) })},
+	{10, "TimelimitRaw", 's', jobOnly(func(r api.AcctRow) string {
+		return acctTimeLimit(r.TimeLimitMin, func(m int64) string { return strconv.FormatInt(m, 10) })
+	})},
 	{10, "TotalCPU", 's', cpuField(func(u *api.StepUsage) time.Duration { return u.UserCPU + u.SystemCPU })},
 	{14, "TRESUsageInAve", 's', unset},
 	{14, "TRESUsageInMax", 's', unset},
@@ -253,7 +263,29 @@ var sacctDefs = []sacctDef{
 	{10, "UserCPU", 's', cpuField(func(u *api.StepUsage) time.Duration { return u.UserCPU })},
 	{10, "WCKey", 's', unset},
 	{10, "WCKeyID", 'u', unset},
-	{20, "WorkDir", 's', unset},
+	{20, "WorkDir", 's', jobOnly(func(r api.AcctRow) string { return r.WorkDir })},
+}
+
+// jobOnly is a column sacct fills on job rows only.
+func jobOnly(get func(api.AcctRow) string) func(api.AcctRow, time.Time) (string, bool) {
+	return func(r api.AcctRow, _ time.Time) (string, bool) {
+		if r.Step != "" {
+			return "", false
+		}
+		return sv(get(r))
+	}
+}
+
+// acctTimeLimit is sacct's Timelimit: UNLIMITED, Partition_Limit for a
+// job that gave none (hpc's 0), else the minutes as f writes them.
+func acctTimeLimit(min int64, f func(int64) string) string {
+	switch {
+	case min < 0:
+		return "UNLIMITED"
+	case min == 0:
+		return "Partition_Limit"
+	}
+	return f(min)
 }
 
 func rowNodeCount(r api.AcctRow) int {
@@ -333,11 +365,15 @@ func Sacct(rows []api.AcctRow, o SacctOptions) string {
 		return ""
 	}
 	parsable := o.Parsable || o.ParsableTrailing
+	delim := "|"
+	if o.Delimiter != "" {
+		delim = o.Delimiter
+	}
 	sep := func(i int) string {
 		if i == len(fields)-1 && !o.ParsableTrailing {
 			return ""
 		}
-		return "|"
+		return delim
 	}
 	var b strings.Builder
 	if !o.NoHeader {

@@ -1,8 +1,10 @@
 package format
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +35,10 @@ type SinfoOptions struct {
 	LongFormat string
 	// Now is the time the listing is made, for the -l date line.
 	Now time.Time
+	// Sort is -S: -o letters, last one first, each ascending or, after
+	// '-', descending; "#P" is partitions in slurm.conf's order. ""
+	// sorts as sinfo does by default ("#P,-t", or "N" with -N).
+	Sort string
 }
 
 // ReasonStates are the node states sinfo -R lists by default.
@@ -565,7 +571,9 @@ func buildSinfo(parts []api.Partition, nodes []api.Node, items []sinfoItem, o Si
 			}
 		}
 	}
-	if o.NodeCentric {
+	if o.Sort != "" {
+		sortSinfo(entries, o.Sort)
+	} else if o.NodeCentric {
 		sort.SliceStable(entries, func(a, b int) bool {
 			return lessHost(entries[a].nodes[0].Name, entries[b].nodes[0].Name)
 		})
@@ -714,4 +722,89 @@ func reasonTime(n api.Node) string {
 		return "Unknown"
 	}
 	return ISOTime(n.ReasonTime)
+}
+
+// sortSinfo sorts lines by -S keys as sinfo's sort_sinfo_list does: one
+// stable sort per key, the last key first, so the first key decides.
+// Letters sinfo does not sort by, and columns hpc prints the same for
+// every line, change nothing.
+func sortSinfo(entries []*sinfoEntry, keys string) {
+	for i := len(keys) - 1; i >= 0; i-- {
+		c := keys[i]
+		if c == ',' || c == '#' || c == '+' || c == '-' {
+			continue
+		}
+		reverse := i > 0 && keys[i-1] == '-'
+		partOrder := i > 0 && keys[i-1] == '#'
+		key := sinfoSortKey(c, partOrder)
+		if key == nil {
+			continue
+		}
+		sort.SliceStable(entries, func(a, b int) bool {
+			if reverse {
+				return key(entries[b], entries[a]) < 0
+			}
+			return key(entries[a], entries[b]) < 0
+		})
+	}
+}
+
+// sinfoSortKey is the comparison of one -S letter; nil for none.
+func sinfoSortKey(c byte, partOrder bool) func(x, y *sinfoEntry) int {
+	num := func(f func(e *sinfoEntry) int64) func(x, y *sinfoEntry) int {
+		return func(x, y *sinfoEntry) int { return cmp.Compare(f(x), f(y)) }
+	}
+	str := func(f func(e *sinfoEntry) string) func(x, y *sinfoEntry) int {
+		return func(x, y *sinfoEntry) int { return strings.Compare(f(x), f(y)) }
+	}
+	minOf := func(f func(api.Node) int64) func(e *sinfoEntry) int64 {
+		return func(e *sinfoEntry) int64 { lo, _ := minMax(e.nodes, f); return lo }
+	}
+	firstHost := func(x, y *sinfoEntry) int {
+		a, b := "", ""
+		if len(x.nodes) > 0 {
+			a = x.nodes[0].Name
+		}
+		if len(y.nodes) > 0 {
+			b = y.nodes[0].Name
+		}
+		switch {
+		case a == b:
+			return 0
+		case lessHost(a, b):
+			return -1
+		}
+		return 1
+	}
+	switch c {
+	case 'a':
+		return str(func(e *sinfoEntry) string { return partAvail(e.part) })
+	case 'A', 'F':
+		return num(func(e *sinfoEntry) int64 { a, _, _, _ := e.counts(); return int64(a) })
+	case 'c', 'Y', 'z':
+		return num(minOf(func(n api.Node) int64 { return int64(n.CPUs) }))
+	case 'D':
+		return num(func(e *sinfoEntry) int64 { return int64(len(e.nodes)) })
+	case 'E':
+		return str(colReason.value)
+	case 'l':
+		return num(func(e *sinfoEntry) int64 {
+			if e.part.MaxTimeMin < 0 {
+				return math.MaxInt64
+			}
+			return e.part.MaxTimeMin
+		})
+	case 'm':
+		return num(minOf(func(n api.Node) int64 { return n.MemMB }))
+	case 'n', 'N', 'o':
+		return firstHost
+	case 'P', 'R':
+		if partOrder {
+			return num(func(e *sinfoEntry) int64 { return int64(e.partIdx) })
+		}
+		return str(func(e *sinfoEntry) string { return e.part.Name })
+	case 't', 'T':
+		return num(func(e *sinfoEntry) int64 { return int64(e.state) })
+	}
+	return nil
 }
