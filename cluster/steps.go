@@ -60,7 +60,7 @@ func planStep(j *api.Job, req *api.StepRequest) (stepPlan, error) {
 	}
 	// An exclusive step that fits the job goes on CPUs no other exclusive
 	// step holds; while there are not enough, its srun waits.
-	p, err = planStepAround(j, req, heldCPUs(j))
+	p, err = planStepAround(j, req, j.HeldCPUs())
 	if err != nil {
 		return p, &api.Error{Message: api.ErrNodesBusy}
 	}
@@ -247,18 +247,4 @@ func (d *Daemon) localRoute(h handler) http.HandlerFunc {
 		}
 		h(w, r, id, body)
 	}
-}
-
-// heldCPUs are the CPUs the job's running exclusive steps hold, by node.
-func heldCPUs(j *api.Job) map[string]int {
-	held := map[string]int{}
-	for _, s := range j.Steps {
-		if !s.Exclusive || s.State != api.StateRunning {
-			continue
-		}
-		for k, n := range s.Nodes {
-			held[n] += s.Tasks[k] * max(s.CPUsPerTask, 1)
-		}
-	}
-	return held
 }

@@ -905,6 +905,21 @@ type Step struct {
 	Usage *StepUsage `json:"usage,omitempty"`
 }
 
+// HeldCPUs are the CPUs the job's running exclusive steps (srun
+// --exclusive) hold, by node.
+func (j *Job) HeldCPUs() map[string]int {
+	held := map[string]int{}
+	for _, s := range j.Steps {
+		if !s.Exclusive || s.State != StateRunning {
+			continue
+		}
+		for k, n := range s.Nodes {
+			held[n] += s.Tasks[k] * max(s.CPUsPerTask, 1)
+		}
+	}
+	return held
+}
+
 // NTasks is the step's number of tasks.
 func (s *Step) NTasks() int {
 	n := 0

@@ -26,6 +26,11 @@ func (f *FSM) applyStepStart(op *StepStart) (Result, []uint64) {
 	if err := checkStep(j, &op.Step); err != nil {
 		return Result{Err: err}, nil
 	}
+	if op.Step.Exclusive && !exclusiveFits(j, &op.Step) {
+		// Planned by the leader against a state another step changed
+		// since: the launcher asks again.
+		return Result{Err: &api.Error{Message: api.ErrNodesBusy}}, nil
+	}
 	j = f.jobForWrite(op.JobID)
 	s := op.Step
 	s.ID = j.NextStepID
@@ -127,4 +132,25 @@ func StepRecords(j *api.Job) []accounting.StepRecord {
 		out = append(out, stepRecord(j, &j.Steps[i]))
 	}
 	return out
+}
+
+// exclusiveFits reports whether an exclusive step's CPUs are free of the
+// job's other running exclusive steps on each of its nodes.
+func exclusiveFits(j *api.Job, s *api.Step) bool {
+	if j.Spec.Overcommit {
+		return true
+	}
+	held := j.HeldCPUs()
+	for k, n := range s.Nodes {
+		cpus := 0
+		for _, a := range j.Alloc {
+			if a.Node == n {
+				cpus = a.CPUs
+			}
+		}
+		if held[n]+s.Tasks[k]*max(s.CPUsPerTask, 1) > cpus {
+			return false
+		}
+	}
+	return true
 }

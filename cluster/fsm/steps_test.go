@@ -111,3 +111,35 @@ func TestCloseSteps(t *testing.T) {
 		t.Errorf("stepRecords %+v", StepRecords(j))
 	}
 }
+
+// Exclusive steps (srun --exclusive) hold their CPUs: one planned against
+// a state another such step has changed since is refused as busy, and the
+// CPUs come back when a step ends.
+func TestExclusiveStepCPUs(t *testing.T) {
+	f, _ := testFSM(t, testConfig(t))
+	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	one := func(node string) api.Step {
+		return api.Step{Name: "x", Nodes: []string{node}, Tasks: []int{1}, CPUsPerTask: 1, Launcher: "node1", Exclusive: true}
+	}
+	log := []Op{
+		&Submit{Time: t0, Job: &api.Job{Spec: api.JobSpec{Name: "j", Partition: "debug", Script: "#!/bin/sh\n"}, UID: 1000, User: "ann"}},
+		&Start{Time: t0, Starts: []JobStart{{JobID: 1, Alloc: []api.NodeAlloc{{Node: "node1", CPUs: 1}, {Node: "node2", CPUs: 1}}}}},
+		&StepStart{Time: t0, JobID: 1, Step: one("node1")},
+		&StepStart{Time: t0, JobID: 1, Step: one("node1")}, // node1's one CPU is held
+		&StepStart{Time: t0, JobID: 1, Step: one("node2")},
+		&StepEnd{Time: t0, JobID: 1, Step: api.Step{ID: 0}},
+		&StepStart{Time: t0, JobID: 1, Step: one("node1")}, // free again
+	}
+	res := applyAll(t, f, log, 1)
+	for i, want := range []string{"", "", "", api.ErrNodesBusy, "", "", ""} {
+		r := res[i].(Result)
+		if got := ""; r.Err != nil {
+			got = r.Err.Error()
+			if got != want {
+				t.Errorf("entry %d: %q, want %q", i, got, want)
+			}
+		} else if want != "" {
+			t.Errorf("entry %d: accepted, want %q", i, want)
+		}
+	}
+}
