@@ -123,19 +123,29 @@ count() { grep -oE "[0-9]+ $1" <<<"$summary" | grep -oE '^[0-9]+' || echo 0; }
 echo "hpc: $(count passed) passed, $(count failed) failed, $(count error) errors, $(count skipped) skipped (real Slurm 22.05.8 here: 67 passed, 160 skipped of 242)"
 [[ -n ${HPC_SUITE_LOG:-} ]] && cp "$work/pytest.log" "$HPC_SUITE_LOG"
 # The tests real Slurm passed that hpc did not (of those this run ran).
-missing=0
-while read -r t; do
-  [[ $t == \#* || -z $t ]] && continue
-  ran=0
-  for want in "${tests[@]}"; do [[ $t == "$want"* ]] && ran=1; done
-  ((ran)) || continue
-  if ! grep -qxF "PASSED $t" <(sed 's/ - .*//' "$work/pytest.log"); then
-    echo "passed on real Slurm, not on hpc: $t"
-    missing=$((missing + 1))
-  fi
-done < "$root/testdata/slurm-suite/real-slurm-passed.txt"
-echo "of the tests real Slurm passed, hpc did not pass $missing"
-if ((missing > 0)) && [[ ${HPC_SUITE_REQUIRE_REAL:-} == 1 ]]; then
+# With HPC_SUITE_REQUIRE_REAL=1 those are run once more on their own (a
+# test that depends on timing may lose a race on a loaded machine), and
+# what fails twice fails the run.
+notpassed() { # log
+  while read -r t; do
+    [[ $t == \#* || -z $t ]] && continue
+    ran=0
+    for want in "${tests[@]}"; do [[ $t == "$want"* ]] && ran=1; done
+    ((ran)) || continue
+    grep -qxF "PASSED $t" <(sed 's/ - .*//' "$1") || echo "$t"
+  done < "$root/testdata/slurm-suite/real-slurm-passed.txt"
+}
+mapfile -t missing < <(notpassed "$work/pytest.log")
+if ((${#missing[@]})) && [[ ${HPC_SUITE_REQUIRE_REAL:-} == 1 ]]; then
+  echo "running again: ${missing[*]}"
+  $PY -m pytest -p no:cacheprovider -q -rA --timeout=300 "${missing[@]}" > "$work/pytest-again.log" 2>&1 || true
+  tests=("${missing[@]}")
+  mapfile -t missing < <(notpassed "$work/pytest-again.log")
+fi
+for t in "${missing[@]}"; do echo "passed on real Slurm, not on hpc: $t"; done
+nmissing=${#missing[@]}
+echo "of the tests real Slurm passed, hpc did not pass $nmissing"
+if ((nmissing > 0)) && [[ ${HPC_SUITE_REQUIRE_REAL:-} == 1 ]]; then
   exit 1
 fi
 if (($(count passed) < ${HPC_SUITE_MIN_PASS:-0})); then
