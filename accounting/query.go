@@ -12,7 +12,7 @@ const jobColumns = `j.job_id, j.name, j.partition_name, j.account, j.user_name,
 	j.group_name, j.uid, j.gid, j.alloc_cpus, j.alloc_nodes, j.req_cpus,
 	j.req_mem_mb, j.time_limit_min, j.node_list, j.state, j.exit_code, j.signal,
 	j.cancelled_by, j.work_dir, j.submit_ns, j.start_ns, j.end_ns,
-	j.qos, j.constraints, j.reason`
+	j.qos, j.constraints, j.reason, j.array_job_id, j.array_task_id`
 
 // textColumns are the stored script and environment (Filter.Texts).
 const textColumns = `, j.script, j.env`
@@ -73,8 +73,9 @@ func (f Filter) sql() (string, []any, error) {
 			}
 			ids[i] = k
 		}
-		conds = append(conds, "j.job_id IN (SELECT value FROM json_each(?))")
-		args = append(args, jsonArg(ids))
+		// A job array's id names all its tasks, as sacct -j reads it.
+		conds = append(conds, "(j.job_id IN (SELECT value FROM json_each(?)) OR j.array_job_id IN (SELECT value FROM json_each(?)))")
+		args = append(args, jsonArg(ids), jsonArg(ids))
 	}
 	if f.UID != nil {
 		conds = append(conds, "j.uid = ?")
@@ -136,6 +137,7 @@ func queryJobs(tx *sql.Tx, where string, args []any, texts bool) ([]JobRecord, e
 	// types through strings.
 	var (
 		id, uid, gid, allocCPUs, allocNodes, reqCPUs, exitCode, signal int64
+		arrayJob, arrayTask                                            int64
 		cancelledBy, submit, start, end                                sql.NullInt64
 		script, env                                                    sql.NullString
 	)
@@ -144,7 +146,8 @@ func queryJobs(tx *sql.Tx, where string, args []any, texts bool) ([]JobRecord, e
 		dest := []any{&id, &r.Name, &r.Partition, &r.Account, &r.User,
 			&r.Group, &uid, &gid, &allocCPUs, &allocNodes, &reqCPUs,
 			&r.ReqMemMB, &r.TimeLimitMin, &r.NodeList, &r.State, &exitCode, &signal,
-			&cancelledBy, &r.WorkDir, &submit, &start, &end, &r.QOS, &r.Constraints, &r.Reason}
+			&cancelledBy, &r.WorkDir, &submit, &start, &end, &r.QOS, &r.Constraints, &r.Reason,
+			&arrayJob, &arrayTask}
 		if texts {
 			dest = append(dest, &script, &env)
 		}
@@ -164,6 +167,7 @@ func queryJobs(tx *sql.Tx, where string, args []any, texts bool) ([]JobRecord, e
 			}
 		}
 		r.JobID, r.UID, r.GID = uint64(id), uint32(uid), uint32(gid)
+		r.ArrayJobID, r.ArrayTaskID = uint64(arrayJob), int(arrayTask)
 		r.AllocCPUs, r.AllocNodes, r.ReqCPUs = int(allocCPUs), int(allocNodes), int(reqCPUs)
 		r.ExitCode, r.Signal = int(exitCode), int(signal)
 		if cancelledBy.Valid {

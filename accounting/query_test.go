@@ -210,3 +210,29 @@ func TestUsageByUser(t *testing.T) {
 		t.Errorf("usage from the beginning = %v", all)
 	}
 }
+
+// An array's id selects all its tasks (sacct -j 7); a task keeps its
+// array and index.
+func TestQueryArrays(t *testing.T) {
+	s := openTemp(t)
+	var jobs []JobRecord
+	for i, id := range []uint64{7, 8, 9} {
+		j := job(id, "alice", 1000)
+		j.ArrayJobID, j.ArrayTaskID = 7, i
+		jobs = append(jobs, j)
+	}
+	jobs = append(jobs, job(10, "alice", 1000))
+	if err := s.ReplaceAll(jobs, nil); err != nil {
+		t.Fatal(err)
+	}
+	rows := mustQuery(t, s, Filter{JobIDs: []uint64{7}})
+	if got := ids(rows); !equalStrings(got, []string{"7", "8", "9"}) {
+		t.Fatalf("-j 7: %v", got)
+	}
+	if r := rows[2].Job; r.ArrayJobID != 7 || r.ArrayTaskID != 2 {
+		t.Errorf("task 2 read back as %d_%d", r.ArrayJobID, r.ArrayTaskID)
+	}
+	if got := ids(mustQuery(t, s, Filter{JobIDs: []uint64{8, 10}})); !equalStrings(got, []string{"8", "10"}) {
+		t.Errorf("-j 8,10: %v", got)
+	}
+}

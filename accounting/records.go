@@ -49,6 +49,10 @@ type JobRecord struct {
 	// stored). Query returns them only with Filter.Texts.
 	Script *string  `json:",omitempty"`
 	Env    []string `json:",omitempty"`
+	// ArrayJobID and ArrayTaskID are an array task's array and index
+	// (ArrayJobID 0: not an array's task).
+	ArrayJobID  uint64 `json:",omitempty"`
+	ArrayTaskID int    `json:",omitempty"`
 }
 
 // StepRecord is the accounting row of one job step. Step is the part after

@@ -84,6 +84,13 @@ ALTER TABLE jobs ADD COLUMN reason      TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN script      TEXT;
 ALTER TABLE jobs ADD COLUMN env         TEXT;
 `,
+	// 4: job arrays (sacct's JobID 12_3, -j 12_3 and -j 12 for them all):
+	// the array's id (0: not an array task) and the task's index.
+	`
+ALTER TABLE jobs ADD COLUMN array_job_id  INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN array_task_id INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_array ON jobs (array_job_id) WHERE array_job_id != 0;
+`,
 }
 
 // schemaVersion is the schema version this package writes.

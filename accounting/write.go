@@ -14,8 +14,9 @@ const upsertJobSQL = `
 INSERT INTO jobs (job_id, name, partition_name, account, user_name, group_name,
 	uid, gid, alloc_cpus, alloc_nodes, req_cpus, req_mem_mb, time_limit_min,
 	node_list, state, exit_code, signal, cancelled_by, work_dir,
-	submit_ns, start_ns, end_ns, qos, constraints, reason, script, env)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	submit_ns, start_ns, end_ns, qos, constraints, reason, script, env,
+	array_job_id, array_task_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (job_id) DO UPDATE SET
 	name = excluded.name,
 	partition_name = excluded.partition_name,
@@ -42,7 +43,9 @@ ON CONFLICT (job_id) DO UPDATE SET
 	constraints = excluded.constraints,
 	reason = CASE excluded.reason WHEN '' THEN jobs.reason ELSE excluded.reason END,
 	script = excluded.script,
-	env = excluded.env`
+	env = excluded.env,
+	array_job_id = excluded.array_job_id,
+	array_task_id = excluded.array_task_id`
 
 const upsertStepSQL = `
 INSERT INTO steps (job_id, step, step_order, name, node_list, alloc_cpus,
@@ -187,7 +190,8 @@ func execJob(st *sql.Stmt, r *JobRecord) error {
 	_, err = st.Exec(id, r.Name, r.Partition, r.Account, r.User, r.Group,
 		int64(r.UID), int64(r.GID), r.AllocCPUs, r.AllocNodes, r.ReqCPUs, r.ReqMemMB, r.TimeLimitMin,
 		r.NodeList, r.State, r.ExitCode, r.Signal, cancelledBy, r.WorkDir,
-		times[0], times[1], times[2], r.QOS, r.Constraints, r.Reason, script, env)
+		times[0], times[1], times[2], r.QOS, r.Constraints, r.Reason, script, env,
+		int64(r.ArrayJobID), r.ArrayTaskID)
 	if err != nil {
 		return fmt.Errorf("accounting: job %d: %w", r.JobID, classify(err))
 	}

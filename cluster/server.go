@@ -483,6 +483,7 @@ func acctRow(row accounting.Row) api.AcctRow {
 		NodeList: j.NodeList, Submit: j.Submit, Start: j.Start, End: j.End,
 		Group: j.Group, GID: j.GID, QOS: j.QOS, Constraints: j.Constraints, Reason: j.Reason,
 		TimeLimitMin: j.TimeLimitMin, WorkDir: j.WorkDir, ReqCPUs: j.ReqCPUs, ReqMemMB: j.ReqMemMB,
+		ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID,
 	}
 	if s := row.Step; s != nil {
 		r.Step, r.JobName, r.Partition = s.Step, s.Name, ""

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ const (
 // sacctParams is a parsed sacct command line.
 type sacctParams struct {
 	q                              api.AcctQuery
+	jobRefs                        []jobRef // -j: jobs, arrays (all their tasks) and array tasks (12_3)
 	fields                         []string
 	users                          map[uint32]bool
 	accounts, names, parts, states map[string]bool
@@ -102,7 +104,7 @@ func sacctMain(e *Env, prog string, args []string) int {
 		e.errorf(prog, "%s", msg)
 		return 1
 	}
-	rows = p.filter(rows)
+	rows = collapseAcctArrays(p.filter(rows))
 	if p.mime != "" {
 		name, _ := clusterName(e)
 		var b strings.Builder
@@ -497,13 +499,31 @@ func (p *sacctParams) constraintsOK(c string) bool {
 func (p *sacctParams) addJobs(val string, fail func(string, ...any) error) error {
 	for _, s := range splitList(val) {
 		base, _, _ := strings.Cut(s, ".")
-		id, err := strconv.ParseUint(leadingDigits(base), 10, 64)
-		if err != nil || id == 0 {
+		refs, err := parseJobRefs(base)
+		if err != nil || len(refs) != 1 {
 			return fail("Invalid job id: %s", s)
 		}
-		p.q.JobIDs = append(p.q.JobIDs, id)
+		p.q.JobIDs = append(p.q.JobIDs, refs[0].id)
+		p.jobRefs = append(p.jobRefs, refs[0])
 	}
 	return nil
+}
+
+// named reports whether -j names a job's row (all rows without -j): a job
+// by its id, every task of an array by the array's, a task as A_T.
+func (p *sacctParams) named(r api.AcctRow) bool {
+	if len(p.jobRefs) == 0 {
+		return true
+	}
+	for _, ref := range p.jobRefs {
+		switch {
+		case ref.task < 0 && (r.JobID == ref.id || r.ArrayJobID == ref.id):
+			return true
+		case ref.task >= 0 && r.ArrayJobID == ref.id && r.ArrayTaskID == ref.task:
+			return true
+		}
+	}
+	return false
 }
 
 // setStates applies -s: job state names.
@@ -555,7 +575,7 @@ func (p *sacctParams) filter(rows []api.AcctRow) []api.AcctRow {
 			inRange(acctNodeCount(r), p.nnodes) && inRange(r.AllocCPUs, p.ncpus) &&
 			(p.start.IsZero() || r.End.IsZero() || !r.End.Before(p.start)) &&
 			(p.end.IsZero() || !r.Submit.After(p.end)) &&
-			p.selected(r)
+			p.selected(r) && p.named(r)
 		keep[r.JobID] = ok
 	}
 	var out []api.AcctRow
@@ -699,3 +719,33 @@ valid start/end time formats are...
   HH:MM[:SS][AM|PM]  MMDD[YY]  MM/DD[/YY]  MM.DD[.YY]  YYYY-MM-DD[THH:MM[:SS]]
   now[{+|-}count[seconds|minutes|hours|days|weeks]]  today  midnight  noon
 `
+
+// collapseAcctArrays shows an array's tasks that have not started as one
+// row, as sacct does ("10_[3-7]", PENDING), in the place of the first.
+func collapseAcctArrays(rows []api.AcctRow) []api.AcctRow {
+	waiting := func(r api.AcctRow) bool {
+		return r.ArrayJobID != 0 && r.Step == "" && r.Start.IsZero() && strings.HasPrefix(r.State, string(api.StatePending))
+	}
+	tasks := map[uint64][]int{}
+	for _, r := range rows {
+		if waiting(r) {
+			tasks[r.ArrayJobID] = append(tasks[r.ArrayJobID], r.ArrayTaskID)
+		}
+	}
+	out := rows[:0:0]
+	for _, r := range rows {
+		if !waiting(r) {
+			out = append(out, r)
+			continue
+		}
+		ids, ok := tasks[r.ArrayJobID]
+		if !ok {
+			continue // merged into the first
+		}
+		delete(tasks, r.ArrayJobID)
+		slices.Sort(ids)
+		r.ArrayTasks = format.IntRanges(ids)
+		out = append(out, r)
+	}
+	return out
+}

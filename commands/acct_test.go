@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"hpc/cluster/api"
 )
@@ -220,6 +221,41 @@ func TestSacctJSON(t *testing.T) {
 		"  steps: []\n", "  working_directory: /tmp/w\n...\n"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("sacct --yaml lacks\n%s\nin\n%s", want, stdout)
+		}
+	}
+}
+
+// sacct shows an array's tasks as A_T (JobIDRaw their own ids), the tasks
+// that have not started as one A_[...] row; -j takes the array's id (all
+// its tasks) or A_T.
+func TestSacctArrays(t *testing.T) {
+	f, e, out, errb := newFake(t)
+	sub := at(4, 0, 0)
+	task := func(id uint64, idx int, state string, started bool) api.AcctRow {
+		r := api.AcctRow{JobID: id, JobName: "arr", Partition: "debug", Account: "root", User: "root", State: state,
+			Submit: sub, ArrayJobID: 40, ArrayTaskID: idx, AllocCPUs: 1}
+		if started {
+			r.Start, r.End, r.NodeList = sub.Add(time.Minute), sub.Add(2*time.Minute), "node1"
+		}
+		return r
+	}
+	batch := task(40, 0, "COMPLETED", true)
+	batch.Step, batch.JobName = "batch", "batch"
+	f.rows = []api.AcctRow{task(40, 0, "COMPLETED", true), batch, task(41, 1, "PENDING", false), task(42, 2, "PENDING", false),
+		task(43, 3, "PENDING", false), {JobID: 44, JobName: "plain", State: "PENDING", Submit: sub, User: "root"}}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-j", "40", "-o", "jobid,jobidraw,state"}, "40_0|40|COMPLETED|\n40_0.batch|40.batch|COMPLETED|\n40_[1-3]|41|PENDING|\n"},
+		{[]string{"-j", "40_2", "-o", "jobid"}, "40_[2]|\n"},
+		{[]string{"-j", "40_0", "-X", "-o", "jobid"}, "40_0|\n"},
+		{[]string{"-j", "41", "-o", "jobid"}, "40_[1]|\n"}, // a task by its own id
+		{[]string{"-j", "44", "-o", "jobid"}, "44|\n"},
+	} {
+		stdout, stderr, code := run(e, out, errb, append([]string{"sacct", "-n", "-p"}, c.args...)...)
+		if stdout != c.want || stderr != "" || code != 0 {
+			t.Errorf("sacct %v: %d %q, want %q (%q)", c.args, code, stdout, c.want, stderr)
 		}
 	}
 }

@@ -207,7 +207,9 @@ func (f *fakeCluster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if q.Get("jobs_only") == "1" && row.Step != "" {
 				continue
 			}
-			if jobs := q.Get("jobs"); jobs != "" && !strings.Contains(","+jobs+",", ","+strconv.FormatUint(row.JobID, 10)+",") {
+			// As the controller does, an array's id names its tasks.
+			if jobs := q.Get("jobs"); jobs != "" && !strings.Contains(","+jobs+",", ","+strconv.FormatUint(row.JobID, 10)+",") &&
+				(row.ArrayJobID == 0 || !strings.Contains(","+jobs+",", ","+strconv.FormatUint(row.ArrayJobID, 10)+",")) {
 				continue
 			}
 			rows = append(rows, row)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -370,6 +371,12 @@ type AcctRow struct {
 	// Usage is what a step used (sacct's MaxRSS, MaxRSSNode, TotalCPU,
 	// UserCPU, SystemCPU); nil for a job's own row and unmeasured steps.
 	Usage *StepUsage `json:"usage,omitempty"`
+	// ArrayJobID and ArrayTaskID are an array task's (a step row carries
+	// its job's); ArrayTasks, set by sacct on a row that stands for an
+	// array's tasks that have not started, lists them ("3-7").
+	ArrayJobID  uint64 `json:"array_job_id,omitempty"`
+	ArrayTaskID int    `json:"array_task_id,omitempty"`
+	ArrayTasks  string `json:"-"`
 	// The job's (a step row carries its job's): sacct's Group, GID, QOS,
 	// Constraints, Reason, Timelimit, WorkDir, ReqCPUS and ReqMem, and
 	// what -g, -q, -C, -R and -k/-K select on.
@@ -414,13 +421,30 @@ type StepUsage struct {
 	SystemCPU  time.Duration `json:"system_cpu,omitempty"`
 }
 
-// JobIDString returns sacct's JobID column: "12" or "12.batch".
+// JobIDString returns sacct's JobID column: "12", "12.batch", an array
+// task's "10_2" (its array and index) or, on a row standing for an array's
+// pending tasks, "10_[3-7]".
 func (r AcctRow) JobIDString() string {
 	id := uintString(r.JobID)
+	switch {
+	case r.ArrayTasks != "":
+		id = uintString(r.ArrayJobID) + "_[" + r.ArrayTasks + "]"
+	case r.ArrayJobID != 0:
+		id = uintString(r.ArrayJobID) + "_" + strconv.Itoa(r.ArrayTaskID)
+	}
 	if r.Step == "" {
 		return id
 	}
 	return id + "." + r.Step
+}
+
+// JobIDRawString returns sacct's JobIDRaw column: the job's own id (an
+// array task's too), with the step: "15", "15.batch".
+func (r AcctRow) JobIDRawString() string {
+	if r.Step == "" {
+		return uintString(r.JobID)
+	}
+	return uintString(r.JobID) + "." + r.Step
 }
 
 func uintString(v uint64) string {

@@ -114,6 +114,8 @@ func jobRecord(j *api.Job) accounting.JobRecord {
 		QOS:          j.Spec.QOS,
 		Constraints:  j.Spec.Constraint,
 		Reason:       dbReason(j),
+		ArrayJobID:   j.ArrayJobID,
+		ArrayTaskID:  j.ArrayTaskID,
 	}
 	if j.State.Final() && j.State != api.StateCancelled {
 		r.ExitCode, r.Signal = j.ExitCode, j.Signal

@@ -146,7 +146,7 @@ var sacctDefs = []sacctDef{
 	{6, "GID", 'u', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(strconv.FormatUint(uint64(r.GID), 10)) }},
 	{9, "Group", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.Group) }},
 	{-12, "JobID", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.JobIDString()) }},
-	{-12, "JobIDRaw", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.JobIDString()) }},
+	{-12, "JobIDRaw", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.JobIDRawString()) }},
 	{10, "JobName", 's', func(r api.AcctRow, _ time.Time) (string, bool) { return sv(r.JobName) }},
 	{9, "Layout", 's', unset},
 	{12, "MaxDiskRead", 's', unset},
