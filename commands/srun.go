@@ -301,6 +301,7 @@ func parseRun(e *Env, prog string, args []string) (o *runOpts, code int, done bo
 		return nil, usageExit(e, prog, err), true
 	}
 	o.spec, o.set, o.testOnly = parsed.Spec, parsed.Set, parsed.TestOnly
+	o.notices = append(o.notices, ignoredNotices(parsed.Other)...)
 	if o.spec.WorkDir == "" {
 		o.spec.WorkDir = e.Cwd
 	} else if !filepath.IsAbs(o.spec.WorkDir) {

@@ -538,3 +538,23 @@ func TestSallocNoShellKillCommand(t *testing.T) {
 		}
 	}
 }
+
+// What hpc takes without acting on it is said under -v, one line each.
+func TestIgnoredOptionNotices(t *testing.T) {
+	_, e, out, errb := newStepFake(t)
+	_, stderr, _ := run(e, out, errb, "srun", "-v", "--cpu-freq=high", "--cpu-bind=cores", "hostname")
+	for _, want := range []string{"srun: --cpu-freq is accepted and ignored: hpc does not act on it\n",
+		"srun: --cpu-bind is accepted and ignored: a step's tasks share its CPUs (cpuset), unbound\n"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("srun -v lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, stderr, _ := run(e, out, errb, "srun", "--cpu-freq=high", "hostname"); strings.Contains(stderr, "ignored") {
+		t.Errorf("without -v: %q", stderr)
+	}
+	_, e2, out2, errb2 := newFake(t)
+	_, stderr, code := run(e2, out2, errb2, "sbatch", "-v", "--acctg-freq=task=30", "--bb=x", "--wrap", "true")
+	if code != 0 || !strings.Contains(stderr, "sbatch: --acctg-freq is accepted and ignored: hpc does not act on it\nsbatch: --bb is accepted and ignored: hpc does not act on it\n") {
+		t.Errorf("sbatch -v: %d %q", code, stderr)
+	}
+}

@@ -36,6 +36,9 @@ func sbatchMain(e *Env, prog string, args []string) int {
 		var given []givenOption
 		opts.EachGiven(func(opt *jobspec.Opt, val string) { given = addGiven(given, opt, val, val != "") })
 		printDefined(e.Stderr, prog, given)
+		for _, n := range ignoredNotices(opts.Other) {
+			fmt.Fprintf(e.Stderr, "%s: %s\n", prog, n)
+		}
 	}
 	for _, n := range opts.Notices {
 		fmt.Fprintf(e.Stderr, "%s: %s\n", prog, n)

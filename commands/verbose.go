@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 
 	"hpc/cluster/api"
@@ -141,7 +142,7 @@ func (o *runOpts) sayOptions(e *Env, prog string) {
 
 // msgNodesBusy is Slurm's ESLURM_NODES_BUSY text, what srun and salloc
 // say when --immediate could not be met.
-const msgNodesBusy = "Requested nodes are busy"
+const msgNodesBusy = api.ErrNodesBusy
 
 // immediateExit is the status srun and salloc end with when --immediate
 // could not be met: SLURM_EXIT_IMMEDIATE, else 1.
@@ -150,4 +151,23 @@ func immediateExit(e *Env) int {
 		return n
 	}
 	return 1
+}
+
+// ignoredNotices are -v's lines for the options jobspec took without acting
+// on them (sbatch's, and those srun and salloc share with it): what they
+// ask has no meaning on hpc (no burst buffers, no power or frequency
+// control, no mail, ...).
+func ignoredNotices(other map[string]string) []string {
+	names := make([]string, 0, len(other))
+	for name := range other {
+		if name != "tmp" { // checked against the nodes, not ignored
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	out := make([]string, len(names))
+	for i, name := range names {
+		out[i] = fmt.Sprintf("--%s is accepted and ignored: hpc does not act on it", name)
+	}
+	return out
 }
