@@ -175,8 +175,8 @@ func (s *scontrol) update(argv []string) {
 		}
 		switch strings.ToLower(k) {
 		case "jobid", "job":
-			id, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
+			id, ok := s.updateJobID(v)
+			if !ok {
 				s.fail("Invalid JobId value: %s\n", v)
 				return
 			}
@@ -368,12 +368,17 @@ func (s *scontrol) jobControl(argv []string, action string) {
 				continue
 			}
 		} else {
-			parsed, err := parseJobList(arg)
-			if err != nil || len(parsed) == 0 {
+			refs, err := parseJobRefs(arg)
+			if err == nil && len(refs) > 0 && hasTask(refs) && jobs == nil {
+				jobs, err = cl.Jobs(ctx)
+			}
+			if err == nil {
+				ids, err = refIDs(refs, jobs)
+			}
+			if err != nil || len(ids) == 0 {
 				s.failJob(action, api.ErrInvalidJobID, arg)
 				continue
 			}
-			ids = parsed
 		}
 		results, err := cl.JobControl(ctx, api.JobControlRequest{JobIDs: ids, Action: action})
 		if err != nil {
@@ -1079,3 +1084,41 @@ const scontrolHelp = `scontrol [<OPTION>] [<COMMAND>]
   Not in hpc yet (refused with an error): requeuehold, suspend, resume, top,
   notify, shutdown, reboot and wait_job.
 `
+
+// updateJobID reads update's JobId: a job's id, or an array task's (12_3),
+// which names that task alone.
+func (s *scontrol) updateJobID(v string) (uint64, bool) {
+	refs, err := parseJobRefs(v)
+	if err != nil || len(refs) != 1 {
+		return 0, false
+	}
+	if want := strconv.FormatUint(refs[0].id, 10); refs[0].task >= 0 {
+		want += "_" + strconv.Itoa(refs[0].task)
+		if v != want {
+			return 0, false
+		}
+	} else if v != want {
+		return 0, false
+	}
+	var jobs []api.Job
+	if refs[0].task >= 0 {
+		if jobs, err = s.loadJobsQuiet(); err != nil {
+			return 0, false
+		}
+	}
+	ids, err := refIDs(refs, jobs)
+	if err != nil {
+		return 0, false
+	}
+	return ids[0], true
+}
+
+// loadJobsQuiet is the job list, its error returned rather than printed.
+func (s *scontrol) loadJobsQuiet() ([]api.Job, error) {
+	cl, ctx, cancel, err := connect(s.e)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return cl.Jobs(ctx)
+}

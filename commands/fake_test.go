@@ -27,6 +27,7 @@ type fakeCluster struct {
 	cfg      *config.Config
 	status   api.Status
 	cancels  []api.CancelRequest
+	updates  []api.UpdateRequest
 	controls []api.JobControlRequest
 	submits  []api.JobSpec
 	acctQ    []string
@@ -244,6 +245,11 @@ func (f *fakeCluster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			out.Results = append(out.Results, res)
 		}
 		reply(out)
+	case "/api/update":
+		var req api.UpdateRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.updates = append(f.updates, req)
+		reply(struct{}{})
 	case "/api/cancel":
 		var req api.CancelRequest
 		json.NewDecoder(r.Body).Decode(&req)

@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -582,16 +583,31 @@ func parseJobRefs(s string) ([]jobRef, error) {
 	return refs, nil
 }
 
-// parseJobList reads a list of job ids ("5,6"); an array task ("5_2")
-// names its array's id.
-func parseJobList(s string) ([]uint64, error) {
-	refs, err := parseJobRefs(s)
-	if err != nil {
-		return nil, err
+// hasTask reports whether a reference names an array task (12_3).
+func hasTask(refs []jobRef) bool {
+	for _, r := range refs {
+		if r.task >= 0 {
+			return true
+		}
 	}
-	ids := make([]uint64, len(refs))
-	for i, r := range refs {
-		ids[i] = r.id
+	return false
+}
+
+// refIDs turns references into the job ids the controller knows: a job's
+// or array's id as it is, an array task (12_3) as its task's own id, found
+// in jobs.
+func refIDs(refs []jobRef, jobs []api.Job) ([]uint64, error) {
+	ids := make([]uint64, 0, len(refs))
+	for _, r := range refs {
+		if r.task < 0 {
+			ids = append(ids, r.id)
+			continue
+		}
+		k := slices.IndexFunc(jobs, func(j api.Job) bool { return j.ArrayJobID == r.id && j.ArrayTaskID == r.task })
+		if k < 0 {
+			return nil, fmt.Errorf("%s: %d_%d", api.ErrInvalidJobID, r.id, r.task)
+		}
+		ids = append(ids, jobs[k].ID)
 	}
 	return ids, nil
 }

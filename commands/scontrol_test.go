@@ -319,6 +319,15 @@ func TestScontrolShowArrayJob(t *testing.T) {
 		!strings.Contains(stdout, "StdOut=/tmp/w/slurm-40_2.out\n") {
 		t.Errorf("array task record: %q", stdout)
 	}
+	// scontrol hold A_T holds that task alone; an unknown task is refused.
+	f.controls = nil
+	if _, stderr, code := run(e, out, errb, "scontrol", "hold", "40_3"); code != 0 || len(f.controls) != 1 ||
+		!reflect.DeepEqual(f.controls[0].JobIDs, []uint64{42}) {
+		t.Errorf("scontrol hold 40_3: %d %q %+v", code, stderr, f.controls)
+	}
+	if _, _, code := run(e, out, errb, "scontrol", "hold", "40_9"); code != 1 {
+		t.Errorf("scontrol hold 40_9: %d", code)
+	}
 	// scancel A_T cancels that task's job.
 	f.cancels = nil
 	if _, stderr, code := run(e, out, errb, "scancel", "40_3"); code != 0 || stderr != "" || len(f.cancels) != 1 ||
@@ -362,5 +371,27 @@ func TestScontrolHoldRelease(t *testing.T) {
 		if stdout != "" || stderr != c.stderr || code != c.code || !reflect.DeepEqual(f.controls, c.sent) {
 			t.Errorf("%v: %d %q %q sent %+v", c.args, code, stdout, stderr, f.controls)
 		}
+	}
+}
+
+// scontrol update JobId=A_T changes that task alone.
+func TestScontrolUpdateArrayTask(t *testing.T) {
+	f, e, out, errb := newFake(t)
+	for i, id := range []uint64{50, 51, 52} {
+		j := pendingFor(refJob(id, "arr", "debug"), "Priority")
+		j.ArrayJobID, j.ArrayTaskID = 50, i
+		f.jobs = append(f.jobs, j)
+	}
+	for _, c := range []struct {
+		arg  string
+		code int
+	}{{"JobId=50_2", 0}, {"JobId=50_7", 1}, {"JobId=50x", 1}, {"JobId=51", 0}} {
+		_, stderr, code := run(e, out, errb, "scontrol", "update", c.arg, "TimeLimit=5")
+		if code != c.code {
+			t.Errorf("update %s: %d %q", c.arg, code, stderr)
+		}
+	}
+	if len(f.updates) != 2 || f.updates[0].JobID != 52 || f.updates[1].JobID != 51 {
+		t.Errorf("updates sent %+v", f.updates)
 	}
 }
