@@ -64,6 +64,10 @@ type Daemon struct {
 
 	// keepSteps: the daemon stops leaving its steps running (Stop).
 	keepSteps atomic.Bool
+	// caughtUp is set once this node, as leader, has applied everything
+	// committed before its term (the leader loop's barrier); until then
+	// its state may lag, and the leader's routes wait for it.
+	caughtUp atomic.Bool
 	shutOnce  sync.Once
 	// missing is when the leader first found each node gone from gossip
 	// (leader loop only).

@@ -28,14 +28,18 @@ func (d *Daemon) leaderLoop() {
 			return
 		case l := <-d.raft.LeaderCh():
 			leading = l
+			d.caughtUp.Store(false)
 			// A new term may follow changes this node did not plan for:
 			// its first pass plans afresh.
 			d.view.planner.reset()
 			if l {
-				// A new leader applies everything committed before it acts.
+				// A new leader applies everything committed before it acts
+				// (or answers: leaderRoute waits for caughtUp).
 				if err := d.raft.Barrier(applyTimeout).Error(); err != nil {
 					d.log.Warn("barrier failed", "err", err)
 					leading = false
+				} else {
+					d.caughtUp.Store(true)
 				}
 			}
 		case <-d.kick:

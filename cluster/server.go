@@ -187,7 +187,23 @@ func (d *Daemon) leaderRoute(h handler) http.HandlerFunc {
 			return
 		}
 		if d.isLeader() || !d.forward(w, r, id, body) {
+			d.awaitCaughtUp(r.Context())
 			d.counted(h)(w, r, id, body)
+		}
+	}
+}
+
+// awaitCaughtUp holds a request a new leader takes before it has applied
+// what earlier terms committed (after a restart of every controller, its
+// state is replayed then): answering from a state that lags would say a
+// running job is gone. It waits applyTimeout at most.
+func (d *Daemon) awaitCaughtUp(ctx context.Context) {
+	deadline := time.Now().Add(applyTimeout)
+	for d.isLeader() && !d.caughtUp.Load() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
