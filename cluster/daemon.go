@@ -68,7 +68,7 @@ type Daemon struct {
 	// committed before its term (the leader loop's barrier); until then
 	// its state may lag, and the leader's routes wait for it.
 	caughtUp atomic.Bool
-	shutOnce  sync.Once
+	shutOnce sync.Once
 	// missing is when the leader first found each node gone from gossip
 	// (leader loop only).
 	missing map[string]time.Time
