@@ -39,6 +39,7 @@ func sinfoMain(e *Env, prog string, args []string) int {
 		return quit{1}
 	}
 	var given givenOpts // for -v
+	mime := ""          // --json, --yaml: openapi/v0.0.38's nodes, nothing else
 	rest, code, done := parseOpts(e, prog, sinfoOpts, args, func(opt *jobspec.Opt, val string, _ bool) error {
 		given.note(opt.ID(), val)
 		switch opt.ID() {
@@ -110,17 +111,17 @@ func sinfoMain(e *Env, prog string, args []string) int {
 			fmt.Fprintln(e.Stdout, slurmVersion)
 			return quit{0}
 		case "json", "yaml":
-			return fail("--%s output is not supported by hpc's sinfo yet: it prints text only", opt.Long)
+			mime = opt.Long
 		}
 		return nil
 	})
 	if done {
 		return code
 	}
-	if len(rest) > 0 {
-		// sinfo ignores operands; so does hpc.
-		_ = rest
+	if mime != "" {
+		return sinfoMime(e, e.Stdout, mime)
 	}
+	_ = rest // sinfo ignores operands; so does hpc
 	if o.Long && (o.Format != "" || o.LongFormat != "") {
 		fmt.Fprintf(e.Stderr, "%s: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n", prog)
 		return 1
@@ -248,7 +249,7 @@ const sinfoHelp = `Usage: sinfo [OPTIONS]
   -M, --cluster, --clusters  the cluster to ask (hpc runs one: its name or all)
       --federation, --local, --hide
                              accepted, no effect (one cluster, nothing hidden)
-      --json, --yaml         refused: hpc prints text only
+      --json, --yaml         the nodes as slurmrestd's openapi/v0.0.38 gives them
 
 Help options:
   --help                     show this help message

@@ -51,6 +51,7 @@ type squeueParams struct {
 	anyState bool
 	given    givenOpts // the options as given, for -v
 	cluster  string    // -M: the cluster's name, printed above the queue
+	mime     string    // --json, --yaml: openapi/v0.0.38's jobs, nothing else
 }
 
 // squeueMain is squeue.
@@ -66,6 +67,9 @@ func squeueRun(e *Env, prog string, args []string, anyState bool) int {
 	rest, code, done := parseOpts(e, prog, squeueOpts, args, p.option(e, prog))
 	if done {
 		return code
+	}
+	if p.mime != "" {
+		return squeueMime(e, e.Stdout, p.mime)
 	}
 	if p.long && p.format != "" {
 		fmt.Fprintf(e.Stderr, "%s: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n", prog)
@@ -203,7 +207,7 @@ func (p *squeueParams) option(e *Env, prog string) func(o *jobspec.Opt, val stri
 			fmt.Fprintln(e.Stdout, slurmVersion)
 			return quit{0}
 		case "json", "yaml":
-			return fail("--%s output is not supported by hpc's squeue yet: it prints text only", o.Long)
+			p.mime = o.Long
 		}
 		return nil
 	}
@@ -684,7 +688,7 @@ Other names and options:
   --federation, --local, --sib, --sibling, --hide
                                   accepted, no effect (one cluster, no hidden
                                   partitions)
-  --json, --yaml                  refused: hpc prints text only
+  --json, --yaml                  the jobs as slurmrestd's openapi/v0.0.38 gives them
 
 Help options:
   --help                          show this help message

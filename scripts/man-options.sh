@@ -30,16 +30,17 @@ mkdir -p "$out"
 for cmd in sbatch srun salloc squeue sinfo sacct scontrol scancel sattach sbcast sstat strigger sdiag sprio sshare sreport sacctmgr; do
   page=$src/doc/man/man1/$cmd.1
   [[ -f $page ]] || { echo "no man page for $cmd in $src" >&2; exit 1; }
-  # An option's entry is a .TP paragraph whose tag line starts with a dash:
-  # \fB\-A\fR, \fB\-\-account\fR=<...>. Keep its -X and --name words.
+  # An option's entry is a .TP paragraph whose tag line starts with a dash
+  # in bold (\fB or \f3): \fB\-A\fR, \fB\-\-account\fR=<...>. Keep its -X and
+  # --name words.
   awk '
     /^\.TP/ { tag = 1; next }
     tag == 1 {
       tag = 0
       line = $0
-      if (line !~ /^\\fB\\-/) next
+      if (line !~ /^\\f[B3]\\-/) next
       gsub(/\\-/, "-", line)
-      gsub(/\\f[BIRP]/, "", line)
+      gsub(/\\f[BIRP3]/, "", line)
       # What follows the last name: "=<" an argument, "[=" an optional one.
       arg = ""
       if (match(line, /^(-[A-Za-z0-9], )?--?[A-Za-z0-9][A-Za-z0-9_-]*/)) {
