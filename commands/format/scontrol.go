@@ -107,17 +107,7 @@ func ShowJob(j api.Job, now time.Time, oneLiner, details bool) string {
 	r.nl()
 	r.add("AccrueTime=" + eligible)
 	r.nl()
-	start, end := time.Time{}, jobEndTime(j)
-	switch {
-	case jobStarted(j):
-		start = j.StartTime
-	case !expectedStart(j).IsZero():
-		// A pending job shows when the scheduler expects it to run.
-		start = expectedStart(j)
-		if j.Spec.TimeLimitMin > 0 {
-			end = start.Add(time.Duration(j.Spec.TimeLimitMin) * time.Minute)
-		}
-	}
+	start, end := jobStartEnd(j) // a pending job's: when the scheduler expects it
 	r.add("StartTime=" + ISOTime(start) + " EndTime=" + ISOTime(end) + " Deadline=N/A")
 	r.nl()
 	lastEval := j.SubmitTime
