@@ -94,11 +94,20 @@ type Daemon struct {
 	view     *schedView
 }
 
-// Raft timing: fast enough that a lab fails over in about a second, slow
-// enough that a loaded 2-core machine does not hold elections for nothing.
+// Raft timing: fast enough that a lab fails over in well under a second
+// (scripts/bench-failover.sh), slow enough that a loaded 2-core machine
+// does not hold elections for nothing. A follower stands for election once
+// it has heard nothing for HeartbeatTimeout (checked at random intervals of
+// one to two of it), and the other survivor votes only once it has noticed
+// too; ElectionTimeout is a candidate's wait before trying again. A
+// follower that is merely starved cannot unseat a healthy leader (pre-vote:
+// the others still hear the leader and refuse), and a starved leader
+// already steps down after LeaderLeaseTimeout, which is shorter: 300 ms
+// adds no new way to lose a leader. Raft asks LeaderLeaseTimeout <=
+// HeartbeatTimeout <= ElectionTimeout.
 const (
-	raftHeartbeat = 500 * time.Millisecond
-	raftElection  = 500 * time.Millisecond
+	raftHeartbeat = 300 * time.Millisecond
+	raftElection  = 300 * time.Millisecond
 	raftLease     = 250 * time.Millisecond
 	raftCommit    = 10 * time.Millisecond
 	applyTimeout  = 10 * time.Second

@@ -292,7 +292,18 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id peer.Id
 		peer.UserErr(w, err)
 		return
 	}
-	res, err := d.propose(&fsm.Submit{Time: d.now(), Job: job})
+	var tok struct {
+		Token string `json:"token"`
+	}
+	_ = json.Unmarshal(body, &tok) // newJob has read the body
+	res, err := d.propose(&fsm.Submit{Time: d.now(), Job: job, Token: tok.Token})
+	if errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrRaftShutdown) ||
+		errors.Is(err, raft.ErrEnqueueTimeout) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		// The entry may be committed or not: the client sends it again
+		// with its token, and the next leader answers.
+		peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader, Detail: err.Error()})
+		return
+	}
 	if err != nil {
 		peer.UserErr(w, err)
 		return

@@ -82,8 +82,12 @@ func sbatchMain(e *Env, prog string, args []string) int {
 // fast it backs off quietly and tries again, as Slurm's client library does.
 func submitRetrying(ctx context.Context, e *Env, prog string, cl *api.Client, spec api.JobSpec) (uint64, error) {
 	busy, fast := 0, 0
+	// One token for the invocation: the client sends a submission whose
+	// answer was lost again under it, and the controller makes one job of
+	// the copies. A refusal (EAGAIN, the rate limit) remembers nothing.
+	token := api.NewSubmitToken()
 	for {
-		id, err := cl.Submit(ctx, spec)
+		id, err := cl.SubmitToken(ctx, spec, token)
 		var ae *api.Error
 		if err == nil || !errors.As(err, &ae) {
 			return id, err

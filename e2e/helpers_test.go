@@ -233,6 +233,8 @@ var labAddrs = map[string]labAddr{
 	"TestLabSstatSbcast":       {83, 33117},
 	"TestPartitionLab":         {85, 33317},
 	"TestLabSattach":           {86, 33417},
+	"TestLabFailoverSubmit":    {88, 33617},
+	"TestLabOutbox":            {87, 33517},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a

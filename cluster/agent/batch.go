@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -213,11 +212,12 @@ func (ag *Agent) watch(j *api.Job, step *exec.Step, dir string) {
 }
 
 // jobEnded finishes a job on its batch host: an allocation that salloc or
-// srun released ends with the status they gave; the job's steps on every
-// node of the allocation are killed and its $TMPDIRs removed; the end is
-// reported to the leader until the leader has committed it.
+// srun released ends with the status they gave; the end goes to the outbox
+// (outbox.go) before the job is forgotten; the job's steps on every node
+// of the allocation are killed and its $TMPDIRs removed; the end is
+// reported to the leader until the leader has committed it (by the next
+// daemon, from the outbox, should this one go away first).
 func (ag *Agent) jobEnded(j *api.Job, e api.JobEnd) {
-	ag.forgetRunning(j.ID)
 	ag.steps.mu.Lock()
 	delete(ag.steps.steps, j.ID)
 	delete(ag.steps.jobs, j.ID)
@@ -227,26 +227,22 @@ func (ag *Agent) jobEnded(j *api.Job, e api.JobEnd) {
 		e.OOM = e.OOM || rel.OOM
 	}
 	ag.steps.mu.Unlock()
-	ag.endOnNodes(j) // steps killed, then the epilogs (prolog.go)
-	delay := 100 * time.Millisecond
-	for {
-		addr, err := ag.localAPI()
-		if err == nil {
-			ctx, cancel := context.WithTimeout(ag.ctx, 15*time.Second)
-			err = ag.peers.CallNode(ctx, addr, "/internal/job-end", e, nil)
-			cancel()
-		}
-		if err == nil {
-			return
-		}
-		ag.log.Warn("reporting job end failed; retrying", "job", j.ID, "err", err)
-		select {
-		case <-ag.ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 5*time.Second)
+	if e.Run.IsZero() {
+		e.Run = j.StartTime
 	}
+	ob := ag.outbox()
+	var path string
+	if ag.ctx.Err() == nil {
+		// (A daemon that stops with its jobs kills them after its
+		// context ended: the next daemon finds them missing.)
+		var err error
+		if path, err = ob.put(e); err != nil {
+			ag.log.Warn("cannot keep a job's end on disk; it will not survive a restart of this daemon", "job", j.ID, "err", err)
+		}
+	}
+	ag.forgetRunning(j.ID)
+	ag.endOnNodes(j) // steps killed, then the epilogs (prolog.go)
+	ob.deliver(ag.ctx, path, e, ag.sendEnd)
 }
 
 // localAPI is this node's own TCP API, which forwards to the leader.

@@ -20,7 +20,9 @@ import (
 // from the daemon), and the next daemon on the node re-attaches to them
 // (exec.Executor.Reattached) and reports their ends as if it had started
 // them. What it needs to report a batch step's end, the job as launched, is
-// kept while the job runs in <Dir>/running/<job id>.json (root's only).
+// kept while the job runs in <Dir>/running/<job id>.json (root's only), and
+// the end itself, once the step has ended, in the outbox until the leader
+// has committed it (outbox.go): a new daemon resends those first.
 //
 // srun's steps survive too: a new daemon re-attaches to their shares on
 // this node, whose output waited in their supervisors, and waits for their
@@ -86,6 +88,9 @@ func (ag *Agent) Reattach() {
 	ag.wg.Add(1)
 	go func() {
 		defer ag.wg.Done()
+		// Ends the previous daemon kept first: a job it saw end is not
+		// missing (outbox.go).
+		ag.resendEnds(time.Now().Add(3 * time.Minute))
 		ag.reconcileJobs(adopted, shares, started)
 	}()
 }
@@ -186,8 +191,8 @@ func (ag *Agent) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, 
 		ag.steps.mu.Lock()
 		_, here := ag.steps.steps[j.ID]
 		ag.steps.mu.Unlock()
-		if here {
-			continue
+		if here || ag.outbox().has(j.ID) {
+			continue // running, or its end is being reported
 		}
 		ag.log.Warn("a running job's batch step is missing from this node", "job", j.ID)
 		t := time.Now()

@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,11 +71,65 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-// Submit queues a job and returns its id once the submission is committed.
+// Submit queues a job and returns its id once the submission is committed
+// (SubmitToken with a new token).
 func (c *Client) Submit(ctx context.Context, spec JobSpec) (uint64, error) {
-	var out SubmitResponse
-	err := c.do(ctx, http.MethodPost, "/api/submit", SubmitRequest{Spec: spec}, &out)
-	return out.JobID, err
+	return c.SubmitToken(ctx, spec, NewSubmitToken())
+}
+
+// SubmitToken queues a job under a submission token and returns its id
+// once the submission is committed. When the answer is lost (the node or
+// the leader went away, the leader changed, the connection broke) it sends
+// the same submission with the same token again, for SubmitRetryWait at
+// most: the controller makes one job of the copies and answers each with
+// its id. After that it fails with Slurm's connect failure. An answer that
+// refuses the job ends it at once.
+func (c *Client) SubmitToken(ctx context.Context, spec JobSpec, token string) (uint64, error) {
+	req := SubmitRequest{Spec: spec, Token: token}
+	deadline := time.Now().Add(SubmitRetryWait)
+	wait := 50 * time.Millisecond
+	for {
+		var out SubmitResponse
+		err := c.do(ctx, http.MethodPost, "/api/submit", req, &out)
+		if err == nil || ctx.Err() != nil || !answerLost(err) {
+			return out.JobID, err
+		}
+		if !time.Now().Before(deadline) {
+			return 0, &Error{Message: ErrNoLeader, Detail: fmt.Sprintf("no answer from the controller in %v: %v", SubmitRetryWait, err)}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(wait):
+		}
+		// Short waits: an election takes under a second, and a node that
+		// has no leader holds the request until it knows one (forward).
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// SubmitRetryWait is how long SubmitToken sends a submission whose answer
+// was lost again (a variable for tests). The controller remembers tokens
+// far longer (fsm.TokenTTL).
+var SubmitRetryWait = 30 * time.Second
+
+// NewSubmitToken returns a random submission token.
+func NewSubmitToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// answerLost tells whether err may have lost the answer to a request the
+// controller committed (or never saw): no leader, a node that cannot be
+// reached, a broken connection, a timeout, an answer that is not one. A
+// controller's refusal (an *Error of another kind) is an answer.
+func answerLost(err error) bool {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae.Message == ErrNoLeader
+	}
+	return !errors.Is(err, context.Canceled)
 }
 
 // Jobs lists the jobs the controller holds.

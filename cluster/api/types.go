@@ -410,6 +410,11 @@ type JobEnd struct {
 	End      time.Time `json:"end"`
 	// Usage is what the batch step used.
 	Usage *StepUsage `json:"usage,omitempty"`
+	// Run is the run of the job the end is for: its StartTime as the
+	// node was given it at launch. The FSM ignores an end for another
+	// run (a resent report of a run that was requeued); zero (ends the
+	// leader decides itself, older entries) stands for the run going.
+	Run time.Time `json:"run,omitzero"`
 }
 
 // StepUsage is what a step used: its peak memory on its busiest node and
@@ -487,6 +492,9 @@ type Status struct {
 // SubmitRequest asks the controller to queue a job.
 type SubmitRequest struct {
 	Spec JobSpec `json:"spec"`
+	// Token is the submission's random token: the copies of one submission
+	// a client sends again when an answer was lost make one job.
+	Token string `json:"token,omitempty"`
 }
 
 // SubmitResponse carries the new job's id.

@@ -54,6 +54,8 @@ type State struct {
 	// with). Both are replaced, never changed in place (partitions.go).
 	Partitions []config.Partition `json:"partitions,omitempty"`
 	Conf       *config.Files      `json:"conf,omitempty"`
+	// Tokens are the recent submissions' tokens (tokens.go).
+	Tokens *SubmitTokens `json:"submit_tokens,omitempty"`
 }
 
 // FSM is the Raft state machine of the controller. Its contract, as
@@ -235,6 +237,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	st.Triggers = f.st.Triggers // never changed in place
 	// Partitions and Conf are replaced, never changed in place.
 	st.Partitions, st.Conf = f.st.Partitions, f.st.Conf
+	st.Tokens = f.st.Tokens.shared() // appended to, never changed in place
 	for id, j := range f.st.Jobs {
 		st.Jobs[id] = j
 	}

@@ -21,6 +21,9 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 	if err := checkSubmit(op.Job); err != nil {
 		return Result{Err: err}, nil
 	}
+	if res, dup := f.submitToken(op); dup {
+		return res, nil // a client's retry of a committed submission
+	}
 	// A job array is one job per index, with consecutive ids; the array's
 	// id is the first one's.
 	indices := []int{-1}
@@ -58,6 +61,7 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 		}
 		ids = append(ids, j.ID)
 	}
+	f.rememberToken(op, first)
 	return Result{JobID: first}, ids
 }
 
@@ -113,6 +117,13 @@ func (f *FSM) applyEnd(op *End) (Result, []uint64) {
 	j := f.st.Jobs[e.JobID]
 	if j == nil || (j.State != api.StateRunning && j.State != api.StateCompleting) || j.BatchHost != e.Node {
 		return Result{}, nil // a replayed or stale report
+	}
+	if !e.Run.IsZero() && !e.Run.Equal(j.StartTime) {
+		// The end of an earlier run of the job (requeued, preempted), a
+		// node's resent report whose answer was lost: the run now going
+		// is not it. Reports without Run (older entries, ends the leader
+		// decides itself) apply as before.
+		return Result{}, nil
 	}
 	j = f.jobForWrite(e.JobID)
 	finish(j, e, op.Time)

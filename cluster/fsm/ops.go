@@ -87,6 +87,9 @@ var newOp = map[Type]func() Op{
 type Submit struct {
 	Time time.Time `json:"time"`
 	Job  *api.Job  `json:"job"`
+	// Token is the client's submission token (tokens.go): a Submit whose
+	// token is remembered creates nothing and answers the first one's id.
+	Token string `json:"token,omitempty"`
 }
 
 // Start starts pending jobs on their allocations.
