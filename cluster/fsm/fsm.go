@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -74,7 +75,9 @@ type State struct {
 // replaced, never written through, so a shallow copy of a job is a stable
 // view of it.
 type FSM struct {
-	cfg  *config.Config
+	cfg *config.Config
+	// live is cfg, readable without the lock (Config).
+	live atomic.Pointer[config.Config]
 	acct *accounting.Store
 	log  *slog.Logger
 
@@ -100,6 +103,7 @@ type FSM struct {
 // New returns the FSM of a new cluster; acct may be nil (no accounting).
 func New(cfg *config.Config, acct *accounting.Store, log *slog.Logger) *FSM {
 	f := &FSM{cfg: cfg, acct: acct, log: log, changed: make(chan struct{})}
+	f.live.Store(cfg)
 	f.boot = cfg
 	f.st = emptyState(cfg)
 	return f
@@ -305,7 +309,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st = st
-	f.cfg = live
+	f.setConfig(live)
 	ch := f.changed
 	f.changed = make(chan struct{})
 	if f.snapshots > 0 {

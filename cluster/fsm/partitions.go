@@ -45,11 +45,14 @@ func (*PartitionChange) Type() Type { return TypePartition }
 func (*Reconfigure) Type() Type     { return TypeReconfigure }
 
 // Config returns the live configuration. It never changes: a change
-// replaces it.
-func (f *FSM) Config() *config.Config {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.cfg
+// replaces it. It takes no lock, so it may be called anywhere, inside View
+// too (a second read lock there would wait behind a waiting Apply).
+func (f *FSM) Config() *config.Config { return f.live.Load() }
+
+// setConfig replaces the live configuration (under the write lock).
+func (f *FSM) setConfig(c *config.Config) {
+	f.cfg = c
+	f.live.Store(c)
 }
 
 // ViewConfig is View with the live configuration of the same moment.
@@ -175,7 +178,7 @@ func (f *FSM) applyPartition(op *PartitionChange) (Result, []uint64) {
 		next = append(next, p)
 	}
 	f.st.Partitions = next
-	f.cfg = f.cfg.WithPartitions(next)
+	f.setConfig(f.cfg.WithPartitions(next))
 	return Result{}, nil
 }
 
@@ -234,6 +237,6 @@ func (f *FSM) applyReconfigure(op *Reconfigure) (Result, []uint64) {
 	if parts != nil {
 		next = next.WithPartitions(parts)
 	}
-	f.cfg = next
+	f.setConfig(next)
 	return Result{}, nil
 }

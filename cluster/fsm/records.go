@@ -28,10 +28,7 @@ func (f *FSM) storedJobRecord(j *api.Job) accounting.JobRecord {
 	if j.Spec.Script == "" || j.Spec.Script == api.HolderScript {
 		return r
 	}
-	f.mu.RLock() // Apply records outside its lock; a reconfigure replaces cfg
-	cfg := f.cfg
-	f.mu.RUnlock()
-	script, env := storeFlags(cfg)
+	script, env := storeFlags(f.Config())
 	if script {
 		s := j.Spec.Script
 		r.Script = &s
