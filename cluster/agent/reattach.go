@@ -134,7 +134,7 @@ func (ag *Agent) adoptTasks(s *exec.Step) *taskStep {
 	}
 	ready := make(chan struct{})
 	close(ready)
-	ts := &taskStep{ready: ready, step: s, start: tag.Start}
+	ts := &taskStep{ready: ready, step: s, start: tag.Start, first: tag.First}
 	ts.relay = newStepRelay(ag.conf().StepAttachWait(), ts.abandon)
 	n := s.Tasks()
 	outs, errs := make([]io.Writer, n), make([]io.Writer, n)
