@@ -233,6 +233,9 @@ func nodesView(cfg *config.Config, st *fsm.State) api.NodesResponse {
 	for _, p := range cfg.Partitions {
 		out.Partitions = append(out.Partitions, api.Partition{
 			Name: p.Name, Nodes: p.Nodes, Default: p.Default, MaxTimeMin: p.MaxTimeMin, State: p.State,
+			Limits: &api.PartitionLimits{DefaultTimeMin: p.DefaultTimeMin, MaxNodes: p.MaxNodes,
+				PriorityTier: p.PriorityTier, PriorityJobFactor: p.PriorityJobFactor, OverSubscribe: p.OverSubscribe,
+				AllowAccounts: p.AllowAccounts, AllowQos: p.AllowQos},
 		})
 	}
 	return out

@@ -348,6 +348,21 @@ type Partition struct {
 	Default    bool     `json:"default"`
 	MaxTimeMin int64    `json:"max_time_min"` // -1 = UNLIMITED
 	State      string   `json:"state"`        // UP, DOWN, DRAIN, INACTIVE
+	// Limits are the partition's other settings (slurm.conf's, or
+	// scontrol's since); nil prints Slurm's defaults.
+	Limits *PartitionLimits `json:"limits,omitempty"`
+}
+
+// PartitionLimits are what scontrol show partition prints of a partition
+// beyond its name, nodes, default flag, MaxTime and state.
+type PartitionLimits struct {
+	DefaultTimeMin    int64    `json:"default_time_min"` // -1: NONE
+	MaxNodes          int      `json:"max_nodes"`        // -1: UNLIMITED
+	PriorityTier      int      `json:"priority_tier"`
+	PriorityJobFactor int      `json:"priority_job_factor"`
+	OverSubscribe     string   `json:"over_subscribe,omitempty"` // "": NO
+	AllowAccounts     []string `json:"allow_accounts,omitempty"` // nil: ALL
+	AllowQos          []string `json:"allow_qos,omitempty"`      // nil: ALL
 }
 
 // AcctRow is one line of sacct: a job (Step == "") or one of its steps.

@@ -40,3 +40,25 @@ func TestArrayTaskString(t *testing.T) {
 		t.Fatalf("the long case is not long: %q", long)
 	}
 }
+
+// scontrol show partition prints the partition's own limits (slurm.conf's,
+// or scontrol update's), Slurm's defaults without them.
+func TestShowPartitionLimits(t *testing.T) {
+	p := api.Partition{Name: "long", Nodes: []string{"node1"}, MaxTimeMin: 600, State: "UP",
+		Limits: &api.PartitionLimits{DefaultTimeMin: 90, MaxNodes: 2, PriorityTier: 3, PriorityJobFactor: 5,
+			OverSubscribe: "exclusive", AllowAccounts: []string{"phys", "chem"}}}
+	out := ShowPartition(p, []api.Node{{Name: "node1", CPUs: 2, MemMB: 1000}}, true)
+	for _, want := range []string{"AllowAccounts=phys,chem AllowQos=ALL", "DefaultTime=01:30:00 ", "MaxNodes=2 MaxTime=10:00:00 ",
+		"PriorityJobFactor=5 PriorityTier=3 ", "OverSubscribe=EXCLUSIVE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show partition lacks %q:\n%s", want, out)
+		}
+	}
+	p.Limits = nil
+	out = ShowPartition(p, nil, true)
+	for _, want := range []string{"AllowAccounts=ALL AllowQos=ALL", "DefaultTime=NONE ", "MaxNodes=UNLIMITED ", "PriorityJobFactor=1 PriorityTier=1 ", "OverSubscribe=NO"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show partition (defaults) lacks %q:\n%s", want, out)
+		}
+	}
+}

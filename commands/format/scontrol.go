@@ -332,7 +332,8 @@ func ShowPartition(p api.Partition, nodes []api.Node, oneLiner bool) string {
 
 	r.add("PartitionName=" + p.Name)
 	r.nl()
-	r.add("AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL")
+	lim := partitionLimits(p)
+	r.add("AllowGroups=ALL AllowAccounts=" + allOr(lim.AllowAccounts) + " AllowQos=" + allOr(lim.AllowQos))
 	r.nl()
 	def := "NO"
 	if p.Default {
@@ -340,13 +341,21 @@ func ShowPartition(p api.Partition, nodes []api.Node, oneLiner bool) string {
 	}
 	r.add("AllocNodes=ALL Default=" + def + " QoS=N/A")
 	r.nl()
-	r.add("DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO")
+	defTime := "NONE"
+	if lim.DefaultTimeMin >= 0 {
+		defTime = secs2time(lim.DefaultTimeMin * 60)
+	}
+	r.add("DefaultTime=" + defTime + " DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO")
 	r.nl()
 	maxTime := "UNLIMITED"
 	if p.MaxTimeMin >= 0 {
 		maxTime = secs2time(p.MaxTimeMin * 60)
 	}
-	r.add("MaxNodes=UNLIMITED MaxTime=" + maxTime + " MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED")
+	maxNodes := "UNLIMITED"
+	if lim.MaxNodes >= 0 {
+		maxNodes = strconv.Itoa(lim.MaxNodes)
+	}
+	r.add("MaxNodes=" + maxNodes + " MaxTime=" + maxTime + " MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED")
 	r.nl()
 	nodesStr := "(null)"
 	if len(names) > 0 {
@@ -354,7 +363,12 @@ func ShowPartition(p api.Partition, nodes []api.Node, oneLiner bool) string {
 	}
 	r.add("Nodes=" + nodesStr)
 	r.nl()
-	r.add("PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO")
+	over := strings.ToUpper(lim.OverSubscribe)
+	if over == "" {
+		over = "NO"
+	}
+	r.add("PriorityJobFactor=" + strconv.Itoa(lim.PriorityJobFactor) + " PriorityTier=" + strconv.Itoa(lim.PriorityTier) +
+		" RootOnly=NO ReqResv=NO OverSubscribe=" + over)
 	r.nl()
 	r.add("OverTimeLimit=NONE PreemptMode=OFF")
 	r.nl()
@@ -483,4 +497,20 @@ func jobGresAlloc(j api.Job) string {
 		parts = append(parts, fmt.Sprintf("%s:%d", n, count[n]))
 	}
 	return strings.Join(parts, ",")
+}
+
+// partitionLimits are p's limits, or Slurm's defaults where none came.
+func partitionLimits(p api.Partition) api.PartitionLimits {
+	if p.Limits != nil {
+		return *p.Limits
+	}
+	return api.PartitionLimits{DefaultTimeMin: -1, MaxNodes: -1, PriorityTier: 1, PriorityJobFactor: 1}
+}
+
+// allOr is a list as scontrol prints it: ALL when there is none.
+func allOr(list []string) string {
+	if len(list) == 0 {
+		return "ALL"
+	}
+	return strings.Join(list, ",")
 }
