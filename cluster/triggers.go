@@ -17,6 +17,7 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/fsm"
 	"hpc/cluster/peer"
+	"hpc/exec"
 )
 
 // strigger's routes and the leader's side of triggers: which events are
@@ -234,28 +235,8 @@ func triggerCommand(t api.Trigger, arg string) (*osexec.Cmd, error) {
 		if self != 0 {
 			return nil, fmt.Errorf("the daemon (uid %d) cannot run a program as uid %d", self, t.UID)
 		}
-		attr.Credential = &syscall.Credential{Uid: t.UID, Gid: t.GID, Groups: userGroups(t.UID, t.GID)}
+		attr.Credential = &syscall.Credential{Uid: t.UID, Gid: t.GID, Groups: exec.GroupsOrPrimary(t.UID, t.GID)}
 	}
 	cmd.SysProcAttr, cmd.Env = attr, env
 	return cmd, nil
-}
-
-// userGroups are the supplementary groups of uid (initgroups), or gid
-// alone when the user is unknown here.
-func userGroups(uid, gid uint32) []uint32 {
-	groups := []uint32{gid}
-	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
-	if err != nil {
-		return groups
-	}
-	ids, err := u.GroupIds()
-	if err != nil {
-		return groups
-	}
-	for _, s := range ids {
-		if g, err := strconv.ParseUint(s, 10, 32); err == nil && uint32(g) != gid {
-			groups = append(groups, uint32(g))
-		}
-	}
-	return groups
 }

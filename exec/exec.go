@@ -439,10 +439,16 @@ func groupsFor(spec *StepSpec) []uint32 {
 	if spec.Groups != nil {
 		return spec.Groups
 	}
-	if g, err := UserGroups(spec.UID); err == nil && len(g) > 0 {
+	return GroupsOrPrimary(spec.UID, spec.GID)
+}
+
+// GroupsOrPrimary returns the user's groups (UserGroups), or gid alone
+// when the user is unknown to the system.
+func GroupsOrPrimary(uid, gid uint32) []uint32 {
+	if g, err := UserGroups(uid); err == nil && len(g) > 0 {
 		return g
 	}
-	return []uint32{spec.GID}
+	return []uint32{gid}
 }
 
 // Step is a running (or ended) step.

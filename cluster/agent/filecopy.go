@@ -89,14 +89,6 @@ var puts = struct {
 	m  map[string]*putFile
 }{m: map[string]*putFile{}}
 
-// userGroups are the groups a user's files are handled with.
-func userGroups(uid, gid uint32) []uint32 {
-	if g, err := exec.UserGroups(uid); err == nil && len(g) > 0 {
-		return g
-	}
-	return []uint32{gid}
-}
-
 // errnoText is an error as strerror words it ("File exists").
 func errnoText(err error) string {
 	var en syscall.Errno
@@ -133,7 +125,7 @@ func (ag *Agent) handleFileOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dropIdlePuts()
-	p := &putFile{ref: req.FileRef, groups: userGroups(req.UID, req.GID), force: req.Force, last: time.Now()}
+	p := &putFile{ref: req.FileRef, groups: exec.GroupsOrPrimary(req.UID, req.GID), force: req.Force, last: time.Now()}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	token := hex.EncodeToString(rnd[:])
@@ -294,7 +286,7 @@ func (ag *Agent) handleFileStat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var info api.FileInfo
-	err := exec.AsUser(req.UID, req.GID, userGroups(req.UID, req.GID), func() error {
+	err := exec.AsUser(req.UID, req.GID, exec.GroupsOrPrimary(req.UID, req.GID), func() error {
 		fi, err := os.Stat(req.Path)
 		if err != nil {
 			return err
@@ -328,7 +320,7 @@ func (ag *Agent) handleFileRead(w http.ResponseWriter, r *http.Request) {
 	}
 	buf := make([]byte, req.Len)
 	var n int
-	err := exec.AsUser(req.UID, req.GID, userGroups(req.UID, req.GID), func() error {
+	err := exec.AsUser(req.UID, req.GID, exec.GroupsOrPrimary(req.UID, req.GID), func() error {
 		f, err := os.Open(req.Path)
 		if err != nil {
 			return err
@@ -360,7 +352,7 @@ func (ag *Agent) handleFileRemove(w http.ResponseWriter, r *http.Request) {
 		fileErr(w, err)
 		return
 	}
-	err := exec.AsUser(req.UID, req.GID, userGroups(req.UID, req.GID), func() error { return os.Remove(req.Path) })
+	err := exec.AsUser(req.UID, req.GID, exec.GroupsOrPrimary(req.UID, req.GID), func() error { return os.Remove(req.Path) })
 	if err != nil {
 		fileErr(w, fmt.Errorf("remove %s: %w", req.Path, err))
 		return

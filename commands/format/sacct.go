@@ -377,21 +377,11 @@ func Sacct(rows []api.AcctRow, o SacctOptions) string {
 	}
 	var b strings.Builder
 	if !o.NoHeader {
+		names, widths := make([]string, len(fields)), make([]int, len(fields))
 		for i, f := range fields {
-			if parsable {
-				b.WriteString(f.Name + sep(i))
-				continue
-			}
-			w := abs(f.Width)
-			b.WriteString(pad(truncRunes(f.Name, w), w, f.Width > 0, true) + " ")
+			names[i], widths[i] = f.Name, f.Width
 		}
-		b.WriteString("\n")
-		if !parsable {
-			for _, f := range fields {
-				b.WriteString(strings.Repeat("-", abs(f.Width)) + " ")
-			}
-			b.WriteString("\n")
-		}
+		b.WriteString(fieldHeader(names, widths, parsable, sep))
 	}
 	for _, r := range rows {
 		for i, f := range fields {
@@ -433,4 +423,27 @@ func SacctFieldNames() []string {
 		out[i] = d.name
 	}
 	return out
+}
+
+// fieldHeader is the header of sacct's and sstat's tables: the names
+// padded to their widths (negative: left-aligned) and a line of dashes,
+// or, parsable, the names with their separators.
+func fieldHeader(names []string, widths []int, parsable bool, sep func(int) string) string {
+	var b strings.Builder
+	for i, name := range names {
+		if parsable {
+			b.WriteString(name + sep(i))
+			continue
+		}
+		w := abs(widths[i])
+		b.WriteString(pad(truncRunes(name, w), w, widths[i] > 0, true) + " ")
+	}
+	b.WriteString("\n")
+	if !parsable {
+		for _, w := range widths {
+			b.WriteString(strings.Repeat("-", abs(w)) + " ")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

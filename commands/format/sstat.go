@@ -336,24 +336,11 @@ func SstatHeader(fields []SstatField, o SstatOptions) string {
 	if o.NoHeader {
 		return ""
 	}
-	var b strings.Builder
-	parsable := o.Parsable || o.ParsableTrailing
+	names, widths := make([]string, len(fields)), make([]int, len(fields))
 	for i, f := range fields {
-		if parsable {
-			b.WriteString(f.Name + sstatSep(i, len(fields), o))
-			continue
-		}
-		w := abs(f.Width)
-		b.WriteString(pad(truncRunes(f.Name, w), w, f.Width > 0, true) + " ")
+		names[i], widths[i] = f.Name, f.Width
 	}
-	b.WriteString("\n")
-	if !parsable {
-		for _, f := range fields {
-			b.WriteString(strings.Repeat("-", abs(f.Width)) + " ")
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
+	return fieldHeader(names, widths, o.Parsable || o.ParsableTrailing, func(i int) string { return sstatSep(i, len(fields), o) })
 }
 
 func sstatSep(i, n int, o SstatOptions) string {
