@@ -69,9 +69,13 @@ type Daemon struct {
 	// its state may lag, and the leader's routes wait for it.
 	caughtUp atomic.Bool
 	shutOnce sync.Once
-	// missing is when the leader first found each node gone from gossip
-	// (leader loop only).
-	missing map[string]time.Time
+	// health is when the leader last heard each node (health.go).
+	health nodeHealth
+	// intents are the launches and kills this leader has in flight
+	// (intents.go).
+	intents intentState
+	// reg counts the runs nodes' registrations miss (register.go).
+	reg registry
 
 	list  *memberlist.Memberlist
 	raft  *raft.Raft
@@ -176,8 +180,9 @@ func Start(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	if d.raft != nil {
-		d.wg.Add(1)
+		d.wg.Add(2)
 		go d.leaderLoop()
+		go d.healthLoop() // health.go
 	}
 	ok = true
 	return d, nil

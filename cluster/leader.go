@@ -32,6 +32,7 @@ func (d *Daemon) leaderLoop() {
 			// A new term may follow changes this node did not plan for:
 			// its first pass plans afresh.
 			d.view.planner.reset()
+			d.intents.reset() // intents.go: what a term had in flight is its own
 			if l {
 				// A new leader applies everything committed before it acts
 				// (or answers: leaderRoute waits for caughtUp).
@@ -48,69 +49,12 @@ func (d *Daemon) leaderLoop() {
 		if !leading || !d.isLeader() {
 			continue
 		}
-		d.reconcileNodes()
 		d.sendWarnSignals() // warnsig.go
 		d.enforceTimeLimits()
 		d.schedule()
+		d.carryOnIntents() // intents.go
 		d.purgeOldJobs()
 		d.runTriggers() // triggers.go
-	}
-}
-
-// nodeDownGrace is how long a configured node may be missing from gossip
-// before the leader marks it DOWN (memberlist itself takes a few seconds to
-// declare a silent member dead).
-const nodeDownGrace = 2 * time.Second
-
-// reconcileNodes commits node state changes that gossip shows: members that
-// are alive become UP, nodes gone from gossip for SlurmdTimeout become DOWN
-// ("Not responding"; 0: never). The leader keeps when it first missed each
-// node; a new leader starts counting afresh.
-func (d *Daemon) reconcileNodes() {
-	alive := map[string]bool{}
-	for _, m := range d.list.Members() {
-		if m.State == 0 { // memberlist.StateAlive
-			alive[m.Name] = true
-		}
-	}
-	now := d.now()
-	if d.missing == nil {
-		d.missing = map[string]time.Time{}
-	}
-	timeout := time.Duration(d.conf().SlurmdTimeout) * time.Second
-	overdue := func(node string) bool {
-		if alive[node] {
-			delete(d.missing, node)
-			return false
-		}
-		since, ok := d.missing[node]
-		if !ok {
-			d.missing[node] = now
-			since = now
-		}
-		return timeout > 0 && now.Sub(since) >= timeout
-	}
-	type change struct{ node, state, why string }
-	var changes []change
-	d.fsm.View(func(st *fsm.State) {
-		for _, n := range d.cfg.Nodes {
-			ns := st.Nodes[n.Name]
-			switch {
-			case alive[n.Name] && (ns.State == "UNKNOWN" || ns.State == "DOWN"):
-				// DRAIN and an administrator's DOWN stay until scontrol
-				// update State=RESUME.
-				changes = append(changes, change{n.Name, "UP", ""})
-			case overdue(n.Name) && ns.State == "UP" && now.Sub(ns.Since) > nodeDownGrace:
-				changes = append(changes, change{n.Name, "DOWN", "Not responding"})
-			}
-		}
-	})
-	for _, c := range changes {
-		if _, err := d.propose(&fsm.NodeStateChange{Time: now, Node: c.node, State: c.state, Why: c.why}); err != nil {
-			d.log.Warn("node state commit failed", "node", c.node, "err", err)
-			return
-		}
-		d.log.Info("node state", "node", c.node, "state", c.state)
 	}
 }
 
@@ -173,7 +117,7 @@ func (d *Daemon) schedule() {
 		switch {
 		case j == nil || !j.StartTime.Equal(now):
 		case j.State == api.StateRunning:
-			go d.launch(j)
+			d.startLaunch(j) // intents.go
 		case j.State == api.StateCompleting:
 			// Cancelled (or requeued) between its start and its launch:
 			// nothing runs yet, so it ends here. Left alone it would stay
@@ -342,36 +286,6 @@ func (d *Daemon) defMemPerCPU() int64 {
 		return def
 	}
 	return 0
-}
-
-// launch asks the batch host's agent to start the job. If the agent cannot
-// start it, the job fails with the agent's reason.
-func (d *Daemon) launch(j *api.Job) {
-	if !d.runPrologs(j) { // leaderprolog.go: failed prologs requeue the job
-		return
-	}
-	addr, err := d.peers.API(j.BatchHost)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
-		err = d.peers.CallNode(ctx, addr, "/internal/launch", j, nil)
-		cancel()
-	}
-	if err == nil {
-		return
-	}
-	d.log.Warn("launch failed", "job", j.ID, "node", j.BatchHost, "err", err)
-	now := d.now()
-	_, _ = d.propose(&fsm.End{Time: now, End: api.JobEnd{
-		JobID: j.ID, Node: j.BatchHost, ExitCode: 1, Error: "launch failed: " + err.Error(), Start: now, End: now,
-	}})
-}
-
-// signalJob tells the batch host to signal a running job; signal 0 means
-// cancel: SIGTERM, then SIGKILL after KillWait.
-func (d *Daemon) signalJob(j *api.Job, sig int) {
-	if err := d.signalJobWait(j, sig); err != nil {
-		d.log.Warn("signal failed", "job", j.ID, "node", j.BatchHost, "err", err)
-	}
 }
 
 // signalJobWait is signalJob that returns the node's answer.

@@ -148,10 +148,14 @@ func schedNodes(cfg *config.Config, st *fsm.State) []sched.Node {
 			sn.Gres = append(sn.Gres, sched.Gres{Name: g.Name, Type: g.Type, Count: g.Count})
 		}
 		if ns := st.Nodes[n.Name]; ns != nil {
-			switch ns.State {
-			case "UP":
+			switch {
+			case ns.State == "UP" && ns.NoResp:
+				// Not responding: what runs there goes on, nothing new
+				// starts there (as on a draining node).
+				sn.State = sched.NodeDrain
+			case ns.State == "UP":
 				sn.State = sched.NodeUp
-			case "DRAIN":
+			case ns.State == "DRAIN":
 				sn.State = sched.NodeDrain
 			}
 		}

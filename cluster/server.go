@@ -53,6 +53,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("GET /api/config", d.handleConfig)
 	d.agent.Routes(mux, d.nodeRoute)
 	mux.HandleFunc("POST /internal/job-end", d.nodeRoute(d.leaderRoute(d.handleJobEnd)))
+	mux.HandleFunc("POST /internal/register", d.nodeRoute(d.leaderRoute(d.handleRegister)))
 	d.registerStepRoutes(mux)
 	d.registerAcctRoutes(mux)
 	d.registerShareRoutes(mux)

@@ -151,7 +151,8 @@ func (d *Daemon) handleStepRun(w http.ResponseWriter, r *http.Request, id peer.I
 		report.State = api.StateCancelled
 	}
 	done := &api.StepDone{ExitCode: report.ExitCode, Signal: report.Signal, State: report.State, Error: strings.Join(errs, "; ")}
-	if final, err := d.commitStepEnd(j.ID, report); err == nil {
+	// Kept on disk and reported until committed (agent/outbox.go).
+	if final, err := d.agent.ReportStepEnd(api.StepEndReport{JobID: j.ID, Step: report}); err == nil {
 		done.State = final.State
 	} else {
 		d.log.Warn("step end not committed", "job", j.ID, "step", s.ID, "err", err)
@@ -290,28 +291,6 @@ func (d *Daemon) relayNode(body io.Reader, exits, sent map[int]api.TaskExit, out
 			_ = out.Send(ev)
 			hub.publish(ev) // to sattach readers, if any (sattach.go)
 		}
-	}
-}
-
-// commitStepEnd reports a step's end to the leader until it is committed,
-// for a minute at most, and returns the step as recorded.
-func (d *Daemon) commitStepEnd(jobID uint64, s api.Step) (api.Step, error) {
-	deadline := time.Now().Add(time.Minute)
-	delay := 100 * time.Millisecond
-	for {
-		var got api.Step
-		ctx, cancel := context.WithTimeout(d.ctx, 15*time.Second)
-		err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/step/end", stepEndReport{JobID: jobID, Step: s}, &got)
-		cancel()
-		if err == nil {
-			return got, nil
-		}
-		var ae *api.Error
-		if (errors.As(err, &ae) && ae.Message != api.ErrNoLeader) || time.Now().After(deadline) || d.ctx.Err() != nil {
-			return api.Step{}, err
-		}
-		time.Sleep(delay)
-		delay = min(2*delay, 2*time.Second)
 	}
 }
 

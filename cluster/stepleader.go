@@ -94,7 +94,7 @@ func (d *Daemon) handleStepFind(w http.ResponseWriter, r *http.Request, id peer.
 
 // handleStepEnd commits a step's end and answers with the step as recorded.
 func (d *Daemon) handleStepEnd(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
-	var rep stepEndReport
+	var rep api.StepEndReport
 	if err := json.Unmarshal(body, &rep); err != nil {
 		peer.WriteErr(w, http.StatusBadRequest, err)
 		return

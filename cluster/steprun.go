@@ -24,10 +24,6 @@ type (
 		Step    api.Step `json:"step"`
 		Warning string   `json:"warning,omitempty"`
 	}
-	stepEndReport struct {
-		JobID uint64   `json:"job_id"`
-		Step  api.Step `json:"step"`
-	}
 )
 
 // stepKey names a step of a job.

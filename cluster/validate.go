@@ -228,6 +228,9 @@ func nodesView(cfg *config.Config, st *fsm.State) api.NodesResponse {
 		default:
 			v.State = api.NodeMixed
 		}
+		if ns != nil && ns.NoResp {
+			v.State += "*" // not responding, as sinfo marks it
+		}
 		out.Nodes = append(out.Nodes, v)
 	}
 	for _, p := range cfg.Partitions {

@@ -357,7 +357,7 @@ func waitUp(l lab, names []string, timeout time.Duration) error {
 				want[n] = true
 			}
 			for _, n := range resp.Nodes {
-				if want[n.Name] && n.State != api.NodeUnknown && n.State != api.NodeDown {
+				if ns := strings.TrimSuffix(n.State, "*"); want[n.Name] && ns != api.NodeUnknown && ns != api.NodeDown {
 					upCount++
 				}
 			}

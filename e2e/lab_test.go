@@ -318,10 +318,16 @@ func TestLabEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The survivors elect a new leader; jobs on surviving nodes finish
-		// and are accounted; the job on the dead node ends NODE_FAIL.
+		// and are accounted; the job on the dead node goes back to the
+		// queue once the node is DOWN (JobRequeue=1, as Slurm's default)
+		// and runs again on a surviving node.
 		for _, id := range ids {
 			if where[id] == leader {
-				l.waitState(id, "NF")
+				l.waitState(id, "CD")
+				out, _, _ := l.run(0, top, "scontrol", "show", "job", fmt.Sprint(id))
+				if !strings.Contains(out, "Restarts=1 ") || strings.Contains(out, "BatchHost="+leader+"\n") {
+					t.Errorf("job %d from the dead node, not requeued once and run elsewhere:\n%s", id, out)
+				}
 			} else {
 				l.waitState(id, "CD")
 				if row := l.acctRow(id); !strings.Contains(row, "|COMPLETED|0:0|") {
@@ -333,10 +339,12 @@ func TestLabEndToEnd(t *testing.T) {
 		if m2 := regexp.MustCompile(`Leader:\s+(node\d)`).FindStringSubmatch(out); m2 == nil || m2[1] == leader {
 			t.Fatalf("no new leader after killing %s:\n%s", leader, out)
 		}
-		out, _, _ = l.run(0, top, "nodes", "-N", "-h")
-		if !regexp.MustCompile(leader + `\s.*down`).MatchString(out) {
-			t.Errorf("%s not shown down:\n%s", leader, out)
-		}
+		// Not responding (`*`) at once, DOWN SlurmdTimeout after the
+		// leader last heard it.
+		waitFor(t, 30*time.Second, leader+" shown down*", func() (bool, string) {
+			out, _, _ := l.run(0, top, "nodes", "-N", "-h")
+			return regexp.MustCompile(leader + `\s.*down\*`).MatchString(out), "\n" + out
+		})
 		// `hpc up` brings back only the node that stopped; it rejoins.
 		out, errs, code := l.run(0, top, "up", "--dir", l.dir)
 		if code != 0 || !strings.Contains(out, "restarting "+leader) {

@@ -93,9 +93,10 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 	}
 
 	// The node "reboots": its daemon and the job's processes die. The
-	// job the controller still thinks running there ends FAILED once the
-	// node's new daemon reports it missing, rather than running for ever.
-	gone := l.submit(nobody, work, "-w", "node3", "-o", "gone.out", "--wrap", "echo start; sleep 300")
+	// job the controller still thinks running there ends once the node's
+	// new daemon registers without it, rather than running for ever:
+	// NODE_FAIL under --no-requeue (requeued otherwise, as Slurm does).
+	gone := l.submit(nobody, work, "-w", "node3", "--no-requeue", "-o", "gone.out", "--wrap", "echo start; sleep 300")
 	l.waitState(gone, "R")
 	waitFile(t, filepath.Join(work, "gone.out"), "start")
 	l.stopDaemon("node3", syscall.SIGKILL)
@@ -122,9 +123,9 @@ func TestLabRestartKeepsJobs(t *testing.T) {
 	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
 		t.Fatalf("up after the reboot: %d\n%s\n%s", code, out, errs)
 	}
-	waitFor(t, 60*time.Second, fmt.Sprintf("job %d, lost in the reboot, to end FAILED", gone), func() (bool, string) {
+	waitFor(t, 60*time.Second, fmt.Sprintf("job %d, lost in the reboot, to end NODE_FAIL", gone), func() (bool, string) {
 		row := l.acctRow(gone)
-		return strings.Contains(row, "|FAILED|"), fmt.Sprintf("%q", row)
+		return strings.Contains(row, "|NODE_FAIL|"), fmt.Sprintf("%q", row)
 	})
 	if out, _, _ := l.run(0, l.top, "scontrol", "show", "job", fmt.Sprint(gone)); !strings.Contains(out, "Reason=batch_job_missing_from_its_node") {
 		t.Errorf("the lost job's reason:\n%s", out)

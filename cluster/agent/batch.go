@@ -107,14 +107,26 @@ func (ag *Agent) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		peer.WriteErr(w, http.StatusBadRequest, err)
 		return
 	}
+	// A launch is sent again until acknowledged (by a new leader too):
+	// a run that runs, is being started, or has ended here starts once.
+	reported := ag.outbox().hasRun(j.ID, j.StartTime)
 	ag.steps.mu.Lock()
 	_, running := ag.steps.steps[j.ID]
-	if !running {
+	prev := ag.steps.jobs[j.ID]
+	endedRun, ended := ag.steps.ended[j.ID]
+	again := running || reported || (ended && endedRun.Equal(j.StartTime))
+	if !again {
 		ag.steps.steps[j.ID] = nil // reserved while launching
 	}
 	ag.steps.mu.Unlock()
-	if running {
-		peer.WriteJSON(w, struct{}{}) // a repeated launch of the same job
+	if running && prev != nil && !prev.StartTime.Equal(j.StartTime) {
+		// An earlier run is still being killed here: not the node's
+		// answer to this run, so the leader tries again, then requeues.
+		http.Error(w, "an earlier run of the job is still ending here", http.StatusServiceUnavailable)
+		return
+	}
+	if again {
+		peer.WriteJSON(w, struct{}{})
 		return
 	}
 	script := filepath.Join(ag.dir, "jobs", strconv.FormatUint(j.ID, 10), "script")
@@ -221,6 +233,7 @@ func (ag *Agent) jobEnded(j *api.Job, e api.JobEnd) {
 	ag.steps.mu.Lock()
 	delete(ag.steps.steps, j.ID)
 	delete(ag.steps.jobs, j.ID)
+	ag.steps.endRun(j.ID, j.StartTime) // a launch sent again starts nothing
 	if rel, ok := ag.steps.released[j.ID]; ok {
 		delete(ag.steps.released, j.ID)
 		e.ExitCode, e.Signal = rel.ExitCode, rel.Signal

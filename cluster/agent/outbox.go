@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -65,16 +66,23 @@ func (o *outbox) path(e *api.JobEnd) string {
 // put writes e durably and returns its file. An entry for the same job and
 // run is replaced.
 func (o *outbox) put(e api.JobEnd) (string, error) {
-	b, err := json.Marshal(e)
+	p := o.path(&e)
+	return p, writeWhole(p, e)
+}
+
+// writeWhole writes v's JSON to p whole or not at all.
+func writeWhole(p string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := os.MkdirAll(o.dir, 0o700); err != nil {
-		return "", err
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
 	}
-	f, err := os.CreateTemp(o.dir, outboxTemp+"*")
+	f, err := os.CreateTemp(dir, outboxTemp+"*")
 	if err != nil {
-		return "", err
+		return err
 	}
 	tmp := f.Name()
 	_, err = f.Write(b)
@@ -84,16 +92,15 @@ func (o *outbox) put(e api.JobEnd) (string, error) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	p := o.path(&e)
 	if err == nil {
 		err = os.Rename(tmp, p)
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return "", err
+		return err
 	}
-	syncDir(o.dir)
-	return p, nil
+	syncDir(dir)
+	return nil
 }
 
 // syncDir makes a rename or removal in dir durable.
@@ -107,7 +114,7 @@ func syncDir(dir string) {
 // remove drops a committed entry.
 func (o *outbox) remove(path string) {
 	if path != "" && os.Remove(path) == nil {
-		syncDir(o.dir)
+		syncDir(filepath.Dir(path))
 	}
 }
 
@@ -115,10 +122,24 @@ func (o *outbox) remove(path string) {
 // files older than a minute (a dead daemon's torn writes) and files that
 // do not hold an end are removed.
 func (o *outbox) pending() []outboxEntry {
-	ents, _ := os.ReadDir(o.dir)
 	var out []outboxEntry
+	readEntries(o, o.dir, "job end", o.path, func(p string, e api.JobEnd) bool {
+		if e.JobID == 0 {
+			return false
+		}
+		out = append(out, outboxEntry{path: p, end: e})
+		return true
+	})
+	return out
+}
+
+// readEntries reads the entries of dir: each file that holds a T whose
+// file it is (named by path), given to keep; keep's false, an unreadable
+// file and an old temporary file are removed.
+func readEntries[T any](o *outbox, dir, what string, path func(*T) string, keep func(string, T) bool) {
+	ents, _ := os.ReadDir(dir)
 	for _, ent := range ents {
-		p := filepath.Join(o.dir, ent.Name())
+		p := filepath.Join(dir, ent.Name())
 		if strings.HasPrefix(ent.Name(), outboxTemp) {
 			if fi, err := ent.Info(); err == nil && time.Since(fi.ModTime()) > outboxTempAge {
 				os.Remove(p)
@@ -128,19 +149,16 @@ func (o *outbox) pending() []outboxEntry {
 		if !strings.HasSuffix(ent.Name(), ".json") || !ent.Type().IsRegular() {
 			continue
 		}
-		var e api.JobEnd
+		var v T
 		b, err := os.ReadFile(p)
 		if err == nil {
-			err = json.Unmarshal(b, &e)
+			err = json.Unmarshal(b, &v)
 		}
-		if err != nil || e.JobID == 0 || p != o.path(&e) {
-			o.log.Warn("removing an unreadable job end from the outbox", "file", p, "err", err)
+		if err != nil || p != path(&v) || !keep(p, v) {
+			o.log.Warn("removing an unreadable "+what+" from the outbox", "file", p, "err", err)
 			os.Remove(p)
-			continue
 		}
-		out = append(out, outboxEntry{path: p, end: e})
 	}
-	return out
 }
 
 // has tells whether an end of job id waits in the outbox.
@@ -149,18 +167,31 @@ func (o *outbox) has(id uint64) bool {
 	return len(m) > 0
 }
 
+// hasRun tells whether the end of the run of job id that started at run
+// waits in the outbox.
+func (o *outbox) hasRun(id uint64, run time.Time) bool {
+	_, err := os.Lstat(o.path(&api.JobEnd{JobID: id, Run: run}))
+	return err == nil
+}
+
 // deliver sends e until send succeeds (the leader committed it), then
 // removes its entry; it returns false, the entry kept for the next daemon,
 // if ctx ends first.
 func (o *outbox) deliver(ctx context.Context, path string, e api.JobEnd, send func(context.Context, api.JobEnd) error) bool {
+	return o.resend(ctx, path, fmt.Sprint(e.JobID), func(ctx context.Context) error { return send(ctx, e) })
+}
+
+// resend calls send until it succeeds, then removes path; false if ctx
+// ends first.
+func (o *outbox) resend(ctx context.Context, path, what string, send func(context.Context) error) bool {
 	delay := 100 * time.Millisecond
 	for {
-		err := send(ctx, e)
+		err := send(ctx)
 		if err == nil {
 			o.remove(path)
 			return true
 		}
-		o.log.Warn("reporting job end failed; retrying", "job", e.JobID, "err", err)
+		o.log.Warn("reporting an end failed; retrying", "of", what, "err", err)
 		select {
 		case <-ctx.Done():
 			return false
@@ -188,10 +219,11 @@ func (ag *Agent) sendEnd(ctx context.Context, e api.JobEnd) error {
 func (ag *Agent) resendEnds(deadline time.Time) {
 	ob := ag.outbox()
 	ents := ob.pending()
-	if len(ents) == 0 {
+	steps := ob.pendingSteps()
+	if len(ents)+len(steps) == 0 {
 		return
 	}
-	done := make(chan struct{}, len(ents))
+	done := make(chan struct{}, len(ents)+len(steps))
 	for _, en := range ents {
 		ag.log.Info("resending a job end kept by the previous daemon", "job", en.end.JobID)
 		go func() {
@@ -199,9 +231,16 @@ func (ag *Agent) resendEnds(deadline time.Time) {
 			done <- struct{}{}
 		}()
 	}
+	for _, st := range steps {
+		ag.log.Info("resending a step end kept by the previous daemon", "job", st.rep.JobID, "step", st.rep.Step.ID)
+		go func() {
+			ob.resend(ag.ctx, st.path, stepName(&st.rep), ag.stepSender(st.rep))
+			done <- struct{}{}
+		}()
+	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	for range ents {
+	for range len(ents) + len(steps) {
 		select {
 		case <-done:
 		case <-timer.C:
@@ -210,4 +249,104 @@ func (ag *Agent) resendEnds(deadline time.Time) {
 			return
 		}
 	}
+}
+
+// The ends of srun steps are kept the same way, by the node that launched
+// the step for its srun (its launcher), in <Dir>/outbox/steps/<job
+// id>.<step id>.json: a step id is never reused within a job, across its
+// runs too, so it names the run, and the FSM ignores the end of a step
+// that has ended.
+
+// stepEntry is one pending step end and its file.
+type stepEntry struct {
+	path string
+	rep  api.StepEndReport
+}
+
+func (o *outbox) stepPath(r *api.StepEndReport) string {
+	return filepath.Join(o.dir, "steps", fmt.Sprintf("%d.%d.json", r.JobID, r.Step.ID))
+}
+
+func stepName(r *api.StepEndReport) string { return fmt.Sprintf("%d.%d", r.JobID, r.Step.ID) }
+
+// pendingSteps returns the step ends the outbox holds.
+func (o *outbox) pendingSteps() []stepEntry {
+	var out []stepEntry
+	readEntries(o, filepath.Join(o.dir, "steps"), "step end", o.stepPath, func(p string, r api.StepEndReport) bool {
+		if r.JobID == 0 {
+			return false
+		}
+		out = append(out, stepEntry{path: p, rep: r})
+		return true
+	})
+	return out
+}
+
+// stepEndWait is how long ReportStepEnd waits for the commit before it
+// answers without it (srun is told then; the end goes on being resent).
+const stepEndWait = time.Minute
+
+// ReportStepEnd keeps a step's end in the outbox and reports it to the
+// leader until it is committed, and returns the step as recorded. If that
+// takes longer than stepEndWait it returns the last error and goes on
+// resending in the background (and the next daemon, after a restart).
+func (ag *Agent) ReportStepEnd(r api.StepEndReport) (api.Step, error) {
+	ob := ag.outbox()
+	path := ob.stepPath(&r)
+	if err := writeWhole(path, r); err != nil {
+		ag.log.Warn("cannot keep a step's end on disk; it will not survive a restart of this daemon", "step", stepName(&r), "err", err)
+		path = ""
+	}
+	deadline := time.Now().Add(stepEndWait)
+	delay := 100 * time.Millisecond
+	for {
+		got, err := ag.sendStepEnd(ag.ctx, r)
+		if err == nil || refused(err) {
+			// Committed, or refused (the job is gone): done with it.
+			ob.remove(path)
+			return got, err
+		}
+		if ag.ctx.Err() != nil {
+			return got, err // kept for the next daemon
+		}
+		if time.Now().After(deadline) {
+			ag.wg.Add(1)
+			go func() {
+				defer ag.wg.Done()
+				ob.resend(ag.ctx, path, stepName(&r), ag.stepSender(r))
+			}()
+			return got, err
+		}
+		select {
+		case <-ag.ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// refused tells an answer of the leader's that resending cannot change
+// (the job is gone) from a failure to reach it.
+func refused(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Message != api.ErrNoLeader
+}
+
+// stepSender is the send of r for resend: a refusal ends it too.
+func (ag *Agent) stepSender(r api.StepEndReport) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if _, err := ag.sendStepEnd(ctx, r); err != nil && !refused(err) {
+			return err
+		}
+		return nil
+	}
+}
+
+// sendStepEnd reports a step's end through this node's API to the leader.
+func (ag *Agent) sendStepEnd(ctx context.Context, r api.StepEndReport) (api.Step, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var got api.Step
+	err := ag.peers.CallNode(ctx, ag.addr(ag.conf().APIPort), "/internal/step/end", r, &got)
+	return got, err
 }

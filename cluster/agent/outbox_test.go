@@ -133,3 +133,41 @@ func TestOutboxEntriesPerRun(t *testing.T) {
 		t.Errorf("entries %v, want %v", codes, want)
 	}
 }
+
+// A step's end is kept as a job's is: the next daemon finds it whole and
+// resends it; an entry that does not hold a step end is dropped.
+func TestOutboxStepEnds(t *testing.T) {
+	ob := &outbox{dir: filepath.Join(t.TempDir(), "outbox"), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rep := api.StepEndReport{JobID: 7, Step: api.Step{ID: 2, ExitCode: 3, Usage: &api.StepUsage{MaxRSSKB: 10}}}
+	path := ob.stepPath(&rep)
+	if err := writeWhole(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ob.dir, "steps", "8.0.json"), []byte(`{"job_id":9,"step":{"id":0}}`), 0o600)
+	ents := ob.pendingSteps()
+	if len(ents) != 1 || ents[0].path != path || !reflect.DeepEqual(ents[0].rep, rep) {
+		t.Fatalf("pending step ends: %+v", ents)
+	}
+	if _, err := os.Stat(filepath.Join(ob.dir, "steps", "8.0.json")); !os.IsNotExist(err) {
+		t.Error("an entry whose name does not match its step was kept")
+	}
+	// Job ends and step ends do not mix.
+	if len(ob.pending()) != 0 {
+		t.Error("a step end read as a job end")
+	}
+	tries := 0
+	if !ob.resend(context.Background(), path, stepName(&rep), func(context.Context) error {
+		if tries++; tries < 3 {
+			return errors.New("no leader")
+		}
+		return nil
+	}) || tries != 3 {
+		t.Fatalf("resend: %d tries", tries)
+	}
+	if len(ob.pendingSteps()) != 0 {
+		t.Error("a committed step end is still in the outbox")
+	}
+	if !refused(&api.Error{Message: api.ErrInvalidJobID}) || refused(&api.Error{Message: api.ErrNoLeader}) || refused(errors.New("connection refused")) {
+		t.Error("refused: the leader's answers and failures to reach it are told apart wrongly")
+	}
+}

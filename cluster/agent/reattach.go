@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,10 +49,10 @@ func (ag *Agent) forgetRunning(id uint64) { os.Remove(ag.runningPath(id)) }
 
 // Reattach takes over the steps a previous daemon on this node left
 // running: batch steps are watched as if launched here; the rest are
-// killed. Once the leader answers, steps of jobs it no longer runs here
-// are killed too.
+// killed. Then the node registers with the leader, which has what it no
+// longer runs here killed.
 func (ag *Agent) Reattach() {
-	started := time.Now()
+
 	steps := ag.exec.Reattached()
 	// Records of jobs whose steps are gone.
 	ents, _ := os.ReadDir(filepath.Join(ag.dir, "running"))
@@ -68,12 +66,9 @@ func (ag *Agent) Reattach() {
 			os.Remove(filepath.Join(ag.dir, "running", ent.Name()))
 		}
 	}
-	adopted := map[uint64]*api.Job{}
-	var shares []*taskStep
 	for _, s := range steps {
 		if ts := ag.adoptTasks(s); ts != nil {
 			ag.log.Info("re-attached to a running step", "step", s.ID())
-			shares = append(shares, ts)
 			continue
 		}
 		j := ag.adopt(s)
@@ -82,17 +77,20 @@ func (ag *Agent) Reattach() {
 			s.Kill(0)
 			continue
 		}
-		adopted[j.ID] = j
 		ag.log.Info("re-attached to a running job", "job", j.ID)
 	}
 	ag.wg.Add(1)
 	go func() {
 		defer ag.wg.Done()
-		// Ends the previous daemon kept first: a job it saw end is not
-		// missing (outbox.go).
+		// The ends the previous daemon kept (outbox.go); until they are
+		// committed, registrations name them, so the leader never takes
+		// a job that ended here for one the node lost.
 		ag.resendEnds(time.Now().Add(3 * time.Minute))
-		ag.reconcileJobs(adopted, shares, started)
 	}()
+	// What runs here now is the node's first registration: the leader
+	// has killed what it no longer runs here (the previous daemon's jobs
+	// it ended meanwhile) and requeues what the node lost (register.go).
+	ag.StartRegistering()
 }
 
 // adopt makes a re-attached batch step this daemon's, or returns nil.
@@ -153,87 +151,6 @@ func (ag *Agent) adoptTasks(s *exec.Step) *taskStep {
 	go ag.awaitTaskStep(job, uint32(step), ts, tag.First, n)
 	return ts
 }
-
-// reconcileJobs compares, once the leader answers (it retries for a few
-// minutes), the jobs this node runs with those the controller thinks it
-// runs, as slurmd's registration does. An adopted job the controller ended
-// while this daemon was away (NODE_FAIL after the node was marked DOWN, a
-// cancel that could not reach the node) is killed. A job the controller
-// still runs here, started before this daemon, whose batch step is gone (the
-// daemon was stopped with its jobs, or the machine rebooted) ends FAILED,
-// with the reason Slurm gives a batch job missing from its node.
-func (ag *Agent) reconcileJobs(adopted map[uint64]*api.Job, shares []*taskStep, started time.Time) {
-	var jobs api.JobsResponse
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		ctx, cancel := context.WithTimeout(ag.ctx, 15*time.Second)
-		err := ag.peers.Get(ctx, ag.addr(ag.conf().APIPort), "/api/jobs", &jobs)
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			ag.log.Warn("the controller did not answer; re-attached jobs run on", "err", err)
-			return
-		}
-		select {
-		case <-ag.ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-	}
-	now := map[uint64]api.Job{}
-	for _, j := range jobs.Jobs {
-		now[j.ID] = j
-		if j.BatchHost != ag.name || j.State != api.StateRunning || adopted[j.ID] != nil || !j.StartTime.Before(started) {
-			continue
-		}
-		ag.steps.mu.Lock()
-		_, here := ag.steps.steps[j.ID]
-		ag.steps.mu.Unlock()
-		if here || ag.outbox().has(j.ID) {
-			continue // running, or its end is being reported
-		}
-		ag.log.Warn("a running job's batch step is missing from this node", "job", j.ID)
-		t := time.Now()
-		go ag.jobEnded(&j, api.JobEnd{JobID: j.ID, Node: ag.name, ExitCode: 1, Error: reasonBatchMissing, Start: j.StartTime, End: t})
-	}
-	// Re-attached srun steps of job runs the controller has ended.
-	for _, ts := range shares {
-		id, _, _ := strings.Cut(ts.step.ID(), ".")
-		n, _ := strconv.ParseUint(id, 10, 64)
-		j, ok := now[n]
-		if !ok || (j.State != api.StateRunning && j.State != api.StateCompleting) || !j.StartTime.Equal(ts.start) {
-			ag.log.Warn("killing a re-attached step of a job that ended", "step", ts.step.ID())
-			ts.relay.giveUp()
-		}
-	}
-	for id, mine := range adopted {
-		j, ok := now[id]
-		why := ""
-		switch {
-		case !ok:
-			why = "unknown to the controller"
-		case j.State != api.StateRunning && j.State != api.StateCompleting:
-			why = fmt.Sprintf("it is %s", j.State)
-		case j.BatchHost != ag.name || j.Restarts != mine.Restarts:
-			why = "it runs elsewhere now"
-		}
-		ag.steps.mu.Lock()
-		s := ag.steps.steps[id]
-		ag.steps.mu.Unlock()
-		if why == "" || s == nil || stepEnded(s) {
-			continue
-		}
-		ag.log.Warn("killing a re-attached job", "job", id, "why", why)
-		s.Kill(0)
-	}
-}
-
-// reasonBatchMissing is the Reason of a running job whose batch step a
-// node's new daemon does not find (slurmctld logs "Batch JobId=N missing
-// from batch node").
-const reasonBatchMissing = "batch job missing from its node"
 
 func stepEnded(s *exec.Step) bool {
 	select {

@@ -462,20 +462,26 @@ func (ag *Agent) cleanupJob(j *api.Job) {
 // maxEnded bounds the memory of ended job runs.
 const maxEnded = 4096
 
+// endRun remembers that the run of job id that started at start ended
+// here. Called with t.mu held.
+func (t *stepTable) endRun(id uint64, start time.Time) {
+	if len(t.ended) >= maxEnded {
+		for old := range t.ended {
+			delete(t.ended, old)
+			if len(t.ended) < maxEnded/2 {
+				break
+			}
+		}
+	}
+	t.ended[id] = start
+}
+
 // cleanupLocal ends this node's share of a job run: its steps are killed
 // (SIGTERM, SIGKILL after KillWait), and once they are gone and the batch
 // step too, the job's $TMPDIR here is removed.
 func (ag *Agent) cleanupLocal(jobID uint64, start time.Time) {
 	ag.steps.mu.Lock()
-	if len(ag.steps.ended) >= maxEnded {
-		for id := range ag.steps.ended {
-			delete(ag.steps.ended, id)
-			if len(ag.steps.ended) < maxEnded/2 {
-				break
-			}
-		}
-	}
-	ag.steps.ended[jobID] = start
+	ag.steps.endRun(jobID, start)
 	var steps []*taskStep
 	for _, ts := range ag.steps.tasks[jobID] {
 		if ts.start.Equal(start) {

@@ -206,6 +206,13 @@ type Job struct {
 	Hold string `json:"hold,omitempty"`
 	// Restarts counts requeues (scontrol requeue, preemption).
 	Restarts int `json:"restarts,omitempty"`
+	// Launched is set once the batch host has acknowledged the launch of
+	// this run; until then the leader launches it again (the node starts
+	// a run once).
+	Launched bool `json:"launched,omitempty"`
+	// LaunchFailures counts the launches in a row its node could not be
+	// reached for; at fsm.MaxLaunchRequeues the job is held.
+	LaunchFailures int `json:"launch_failures,omitempty"`
 	// Preempted is set ("REQUEUE" or "CANCEL") when the job was preempted
 	// (or requeued); it then ends PREEMPTED or goes back to PENDING.
 	Preempted string `json:"preempted,omitempty"`

@@ -36,6 +36,10 @@ type Config struct {
 	// controller's memory (squeue -j, scontrol show job) before only
 	// accounting knows it (default 300, as Slurm).
 	MinJobAge int
+	// JobRequeue is slurm.conf's: 1 (the default) lets batch jobs be
+	// requeued after a node failure unless they said --no-requeue; 0 only
+	// those that said --requeue.
+	JobRequeue int
 	// SlurmdTimeout is how many seconds a node may be out of touch (gone
 	// from gossip) before the controller marks it DOWN and its jobs end
 	// NODE_FAIL (default 300, as Slurm; the lab's config says 10). A node

@@ -74,6 +74,7 @@ func parse(r io.Reader, file string) (*Config, error) {
 		cfg: &Config{
 			KillWait:            DefaultKillWait,
 			MinJobAge:           DefaultMinJobAge,
+			JobRequeue:          1,
 			SlurmdTimeout:       DefaultSlurmdTimeout,
 			PrologEpilogTimeout: DefaultPrologEpilogTimeout,
 			Priority:            Priority{Type: "priority/basic", MaxAgeMin: 7 * 24 * 60, DecayHalfLifeMin: 7 * 24 * 60},
@@ -263,6 +264,12 @@ func (p *parser) topKey(n int, kv pair) error {
 				c.SchedulerParameters[strings.ToLower(k)] = v
 			}
 		}
+		c.Raw[kv.key] = kv.value
+	case "jobrequeue":
+		if kv.value != "0" && kv.value != "1" {
+			return p.errf(n, "invalid JobRequeue=%s: expected 0 or 1", kv.value)
+		}
+		c.JobRequeue = int(kv.value[0] - '0')
 		c.Raw[kv.key] = kv.value
 	case "minjobage":
 		v, err := nonNegInt(kv.value)

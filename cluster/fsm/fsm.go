@@ -35,6 +35,9 @@ type NodeState struct {
 	// By is the uid that set an administrator's state; -1 for the
 	// controller's own (Not responding).
 	By int64 `json:"by"`
+	// NoResp is set while the controller does not hear the node (gossip
+	// suspects it): no new work goes there, and it shows Slurm's `*`.
+	NoResp bool `json:"no_resp,omitempty"`
 }
 
 // State is the replicated controller state. Readers get it through View,
@@ -212,6 +215,12 @@ func (f *FSM) apply(op Op) (Result, []uint64) {
 		return f.applyPartition(op)
 	case *Reconfigure:
 		return f.applyReconfigure(op)
+	case *Launched:
+		return f.applyLaunched(op)
+	case *NodeResponding:
+		return f.applyNodeResponding(op)
+	case *LaunchFailed:
+		return f.applyLaunchFailed(op)
 	}
 	return Result{Err: fmt.Errorf("no apply for %T", op)}, nil
 }

@@ -252,13 +252,21 @@ func (f *FSM) applyNodeState(op *NodeStateChange) (Result, []uint64) {
 	if op.State != "DOWN" && op.State != "ADMIN_DOWN" {
 		return Result{}, nil
 	}
-	// Jobs running on a node that is gone end as NODE_FAIL.
+	// Jobs running on a node that is gone end as NODE_FAIL, or go back to
+	// the queue if they may (a batch job, not salloc's or srun's
+	// allocation, whose --requeue or JobRequeue allows it).
 	var ids []uint64
 	for id, j := range f.st.Jobs {
 		if (j.State != api.StateRunning && j.State != api.StateCompleting) || !allocatedOn(j, op.Node) {
 			continue
 		}
 		j = f.jobForWrite(id)
+		if op.Requeue && j.Spec.Script != api.HolderScript && !j.CancelRequested && !j.TimedOut && f.mayRequeue(j) {
+			CloseSteps(j, op.Time)
+			requeue(j, op.Time)
+			ids = append(ids, j.ID)
+			continue
+		}
 		j.State = api.StateNodeFail
 		j.Reason = "NodeDown"
 		j.EndTime = op.Time
@@ -378,6 +386,7 @@ func requeue(j *api.Job, now time.Time) {
 	j.StartTime, j.EndTime = time.Time{}, time.Time{}
 	j.Preempted, j.Restarts = "", j.Restarts+1
 	j.ExitCode, j.Signal = 0, 0
+	j.Launched = false
 }
 
 func allocatedOn(j *api.Job, node string) bool {

@@ -80,6 +80,10 @@ var newOp = map[Type]func() Op{
 
 	TypePartition:   func() Op { return new(PartitionChange) },
 	TypeReconfigure: func() Op { return new(Reconfigure) },
+
+	TypeLaunched:       func() Op { return new(Launched) },
+	TypeNodeResponding: func() Op { return new(NodeResponding) },
+	TypeLaunchFailed:   func() Op { return new(LaunchFailed) },
 }
 
 // Submit is a new job, or a job array (Job.Spec.Array) of one job per
@@ -129,13 +133,17 @@ type Cancel struct {
 }
 
 // NodeStateChange sets a node's state (UP, DOWN, DRAIN, ADMIN_DOWN) and
-// reason; UID is the administrator's for DRAIN and ADMIN_DOWN.
+// reason; UID is the administrator's for DRAIN and ADMIN_DOWN. Requeue,
+// on a DOWN the controller decides, sends the node's batch jobs that may
+// be requeued back to the queue (JobRequeue, --requeue) instead of ending
+// them NODE_FAIL; entries written before it existed end them all.
 type NodeStateChange struct {
-	Time  time.Time `json:"time"`
-	Node  string    `json:"node"`
-	State string    `json:"state"`
-	Why   string    `json:"why,omitempty"`
-	UID   uint32    `json:"uid,omitempty"`
+	Time    time.Time `json:"time"`
+	Node    string    `json:"node"`
+	State   string    `json:"state"`
+	Why     string    `json:"why,omitempty"`
+	UID     uint32    `json:"uid,omitempty"`
+	Requeue bool      `json:"requeue,omitempty"`
 }
 
 // Timeout marks running jobs past their time limit (they end TIMEOUT).
