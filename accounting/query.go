@@ -123,16 +123,25 @@ func jsonArg(v any) string {
 }
 
 func queryJobs(tx *sql.Tx, where string, args []any, texts bool) ([]JobRecord, error) {
+	var out []JobRecord
+	err := eachJob(tx, where, args, texts, func(r *JobRecord) error {
+		out = append(out, *r)
+		return nil
+	})
+	return out, err
+}
+
+// eachJob calls fn with every job row where selects, in id order.
+func eachJob(tx *sql.Tx, where string, args []any, texts bool, fn func(r *JobRecord) error) error {
 	cols := jobColumns
 	if texts {
 		cols += textColumns
 	}
 	rows, err := tx.Query("SELECT "+cols+" FROM jobs j"+where+" ORDER BY j.job_id", args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []JobRecord
 	// Integers scan into int64: database/sql converts to other integer
 	// types through strings.
 	var (
@@ -152,7 +161,7 @@ func queryJobs(tx *sql.Tx, where string, args []any, texts bool) ([]JobRecord, e
 			dest = append(dest, &script, &env)
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return err
 		}
 		if script.Valid {
 			s := script.String
@@ -160,7 +169,7 @@ func queryJobs(tx *sql.Tx, where string, args []any, texts bool) ([]JobRecord, e
 		}
 		if env.Valid {
 			if err := json.Unmarshal([]byte(env.String), &r.Env); err != nil {
-				return nil, fmt.Errorf("job %d: stored environment: %w", id, err)
+				return fmt.Errorf("job %d: stored environment: %w", id, err)
 			}
 			if r.Env == nil {
 				r.Env = []string{}
@@ -175,19 +184,31 @@ func queryJobs(tx *sql.Tx, where string, args []any, texts bool) ([]JobRecord, e
 			r.CancelledBy = &by
 		}
 		r.Submit, r.Start, r.End = fromNS(submit), fromNS(start), fromNS(end)
-		out = append(out, r)
+		if err := fn(&r); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 func querySteps(tx *sql.Tx, where string, args []any) ([]StepRecord, error) {
+	var out []StepRecord
+	err := eachStep(tx, where, args, func(r *StepRecord) error {
+		out = append(out, *r)
+		return nil
+	})
+	return out, err
+}
+
+// eachStep calls fn with every step row of the jobs where selects, in
+// sacct's order.
+func eachStep(tx *sql.Tx, where string, args []any, fn func(r *StepRecord) error) error {
 	rows, err := tx.Query("SELECT "+stepColumns+" FROM steps s JOIN jobs j ON j.job_id = s.job_id"+
 		where+" ORDER BY s.job_id, s.step_order, s.step", args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []StepRecord
 	var (
 		id, allocCPUs, ntasks, exitCode, signal int64
 		start, end                              sql.NullInt64
@@ -198,16 +219,18 @@ func querySteps(tx *sql.Tx, where string, args []any) ([]StepRecord, error) {
 		if err := rows.Scan(&id, &r.Step, &r.Name, &r.NodeList, &allocCPUs,
 			&ntasks, &r.State, &exitCode, &signal, &start, &end,
 			&r.MaxRSSKB, &r.MaxRSSNode, &userUS, &sysUS); err != nil {
-			return nil, err
+			return err
 		}
 		r.JobID = uint64(id)
 		r.AllocCPUs, r.NTasks = int(allocCPUs), int(ntasks)
 		r.ExitCode, r.Signal = int(exitCode), int(signal)
 		r.Start, r.End = fromNS(start), fromNS(end)
 		r.UserCPU, r.SystemCPU = time.Duration(userUS)*time.Microsecond, time.Duration(sysUS)*time.Microsecond
-		out = append(out, r)
+		if err := fn(&r); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // UsageByUser returns the CPU-seconds each user's jobs used between since

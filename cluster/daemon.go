@@ -117,6 +117,18 @@ const (
 	applyTimeout  = 10 * time.Second
 )
 
+// Raft snapshots: once the log holds raftSnapshotThreshold entries after the
+// last snapshot, the next check (every one to two raftSnapshotInterval)
+// takes one, and the log is cut back to Raft's TrailingLogs (10240) behind
+// its head. The threshold bounds how often a snapshot is taken; the
+// interval only how late after the threshold. Raft's own 120 s would let a
+// busy cluster's log, and the replay after a restart, grow many times past
+// the threshold before the check comes round.
+const (
+	raftSnapshotThreshold = 4096
+	raftSnapshotInterval  = 10 * time.Second
+)
+
 // Start brings a node up and returns once its servers listen.
 func Start(o Options) (*Daemon, error) {
 	cfg := o.Config
@@ -230,7 +242,8 @@ func (d *Daemon) startRaft() error {
 	rc.ElectionTimeout = raftElection
 	rc.LeaderLeaseTimeout = raftLease
 	rc.CommitTimeout = raftCommit
-	rc.SnapshotThreshold = 4096
+	rc.SnapshotThreshold = raftSnapshotThreshold
+	rc.SnapshotInterval = raftSnapshotInterval
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
 
 	has, err := raft.HasExistingState(bolt, bolt, snaps)

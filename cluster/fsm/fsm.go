@@ -71,7 +71,8 @@ type State struct {
 //     snapshot), so its accounting writes are idempotent upserts.
 //   - Snapshot copies the state under the lock and returns; Persist does the
 //     encoding and I/O, while Applies go on.
-//   - Restore replaces the state and rewrites the accounting store.
+//   - Restore replaces the state and the accounting store: a snapshot
+//     carries the store's rows as of its index.
 //
 // Jobs are copied on write: Apply never changes a job record in place once
 // a reader or a snapshot may hold it (jobForWrite), and a job's slices are
@@ -243,6 +244,17 @@ func (f *FSM) jobForWrite(id uint64) *api.Job {
 // records, which Apply copies before changing while the snapshot lives;
 // Persist encodes the copy without the lock.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	var dump *accounting.Dump
+	if f.acct != nil {
+		// Raft asks for a snapshot on the goroutine that applies entries,
+		// and Apply has written every entry's rows before it returns: the
+		// rows read now are those of the snapshot's index.
+		d, err := f.acct.BeginDump()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+		dump = d
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := State{NextJobID: f.st.NextJobID, Acct: f.st.Acct,
@@ -260,18 +272,28 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	f.snapshots++
 	f.owned = map[uint64]bool{}
-	return &snapshot{f: f, st: st}, nil
+	return &snapshot{f: f, st: st, dump: dump}, nil
 }
 
 type snapshot struct {
 	f    *FSM
 	st   State
+	dump *accounting.Dump // nil: no accounting
 	once sync.Once
 }
 
-// Persist implements raft.FSMSnapshot: it encodes the state as JSON.
+// Persist implements raft.FSMSnapshot: it encodes the state as JSON,
+// followed by the accounting rows (records.go), which a follower that
+// installs the snapshot cannot derive from the state: those of jobs purged
+// from it, and the reasons jobs waited for before they started.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	if err := json.NewEncoder(sink).Encode(&s.st); err != nil {
+	enc := json.NewEncoder(sink)
+	err := enc.Encode(&s.st)
+	if err == nil && s.dump != nil {
+		err = writeAcctRows(enc, s.dump)
+		s.dump.Close()
+	}
+	if err != nil {
 		sink.Cancel()
 		return fmt.Errorf("snapshot: %w", err)
 	}
@@ -280,6 +302,9 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 
 // Release implements raft.FSMSnapshot: Apply stops copying records for it.
 func (s *snapshot) Release() {
+	if s.dump != nil {
+		s.dump.Close()
+	}
 	s.once.Do(func() {
 		s.f.mu.Lock()
 		defer s.f.mu.Unlock()
@@ -289,11 +314,18 @@ func (s *snapshot) Release() {
 	})
 }
 
-// Restore implements raft.FSM.
+// Restore implements raft.FSM. The accounting store is made to hold
+// exactly the snapshot's rows; a snapshot written before snapshots carried
+// them rewrites the rows of its jobs only.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	dec := json.NewDecoder(rc)
 	var st State
-	if err := json.NewDecoder(rc).Decode(&st); err != nil {
+	if err := dec.Decode(&st); err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	rows, err := readAcctRows(dec)
+	if err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
 	fresh := emptyState(f.cfg)
@@ -312,7 +344,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		st.Jobs = map[uint64]*api.Job{}
 	}
 	if f.acct != nil {
-		if err := f.recordAll(&st); err != nil {
+		if rows != nil {
+			err = f.acct.ReplaceAll(rows.jobs, rows.steps)
+		} else {
+			err = f.recordAll(&st)
+		}
+		if err != nil {
 			return fmt.Errorf("restore accounting: %w", err)
 		}
 	}

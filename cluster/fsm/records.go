@@ -1,6 +1,10 @@
 package fsm
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -11,8 +15,11 @@ import (
 )
 
 // The accounting projection: the rows of the SQLite store (sacct) that
-// follow from a job record. Apply writes them after each entry; Restore
-// writes them for every job of a snapshot.
+// follow from a job record. Apply writes them after each entry. A snapshot
+// carries the store's rows as they were at its index, and Restore makes the
+// store hold exactly those: the rows of jobs purged from the state, and the
+// reason a job waited for before it started, follow from entries a
+// follower that installs the snapshot never sees.
 
 // recordJob writes a job's accounting rows: the job, its batch step (an
 // allocation made by srun or salloc has none, as in Slurm) and its steps.
@@ -60,7 +67,8 @@ func storeFlags(cfg *config.Config) (script, env bool) {
 	return script, env
 }
 
-// recordAll writes the rows of every job of st, in id order. Upsert, not
+// recordAll writes the rows of every job of st, in id order: the restore
+// of a snapshot written before snapshots carried the rows. Upsert, not
 // replace: rows of jobs purged from the state before the snapshot stay.
 func (f *FSM) recordAll(st *State) error {
 	ids := make([]uint64, 0, len(st.Jobs))
@@ -76,6 +84,78 @@ func (f *FSM) recordAll(st *State) error {
 		steps = append(steps, jobStepRecords(j)...)
 	}
 	return f.acct.UpsertBatch(jobs, steps)
+}
+
+// acctLine is one JSON value of a snapshot's accounting section, which
+// follows the state: a job row, then (after every job's) a step row, and
+// last the counts, so that a section cut short fails to restore rather
+// than losing rows. A line of none of these kinds is skipped, for a later
+// version's additions.
+type acctLine struct {
+	Job  *accounting.JobRecord  `json:"job,omitempty"`
+	Step *accounting.StepRecord `json:"step,omitempty"`
+	End  *acctEnd               `json:"end,omitempty"`
+}
+
+type acctEnd struct {
+	Jobs  int `json:"jobs"`
+	Steps int `json:"steps"`
+}
+
+// acctRows are the rows a snapshot carries.
+type acctRows struct {
+	jobs  []accounting.JobRecord
+	steps []accounting.StepRecord
+}
+
+// writeAcctRows writes the accounting section of a snapshot from d.
+func writeAcctRows(enc *json.Encoder, d *accounting.Dump) error {
+	var end acctEnd
+	err := d.Jobs(func(r *accounting.JobRecord) error {
+		end.Jobs++
+		return enc.Encode(acctLine{Job: r})
+	})
+	if err == nil {
+		err = d.Steps(func(r *accounting.StepRecord) error {
+			end.Steps++
+			return enc.Encode(acctLine{Step: r})
+		})
+	}
+	if err != nil {
+		return err
+	}
+	return enc.Encode(acctLine{End: &end})
+}
+
+// readAcctRows reads the accounting section that follows the state in a
+// snapshot; nil, nil when there is none (a snapshot of an earlier version).
+func readAcctRows(dec *json.Decoder) (*acctRows, error) {
+	rows := &acctRows{}
+	for first := true; ; first = false {
+		var line acctLine
+		err := dec.Decode(&line)
+		if errors.Is(err, io.EOF) {
+			if first {
+				return nil, nil
+			}
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return nil, fmt.Errorf("accounting rows: %w", err)
+		}
+		switch {
+		case line.Job != nil:
+			rows.jobs = append(rows.jobs, *line.Job)
+		case line.Step != nil:
+			rows.steps = append(rows.steps, *line.Step)
+		case line.End != nil:
+			if line.End.Jobs != len(rows.jobs) || line.End.Steps != len(rows.steps) {
+				return nil, fmt.Errorf("accounting rows: %d jobs and %d steps, the section says %d and %d",
+					len(rows.jobs), len(rows.steps), line.End.Jobs, line.End.Steps)
+			}
+			return rows, nil
+		}
+	}
 }
 
 // jobStepRecords are the step rows of a job.

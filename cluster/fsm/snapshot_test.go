@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"hpc/accounting"
 	"hpc/cluster/api"
 )
 
@@ -152,4 +154,89 @@ func TestSnapshotEncodesState(t *testing.T) {
 	if !reflect.DeepEqual(append(want, '\n'), got) {
 		t.Error("a snapshot differs from the state's encoding")
 	}
+}
+
+// A controller that was down while jobs ran, ended and were purged from
+// the state catches up from the leader's snapshot: its accounting store
+// then holds exactly the leader's rows, the purged jobs' and the reason a
+// job waited for before it started included, though neither follows from
+// the snapshot's state; and the two stay equal under the entries after it.
+func TestSnapshotCarriesAccounting(t *testing.T) {
+	cfg := testConfig(t)
+	leader, la := testFSM(t, cfg)
+	follower, fa := testFSM(t, cfg)
+	log := testLog()
+	applyAll(t, leader, log[:6], 1)
+	applyAll(t, follower, log[:6], 1) // then it stops
+	t0 := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	spec := api.JobSpec{Name: "late", Partition: "debug", Script: "#!/bin/sh\ntrue\n", WorkDir: "/tmp"}
+	applyAll(t, leader, append(log[6:],
+		&Submit{Time: t0, Job: &api.Job{Spec: spec, UID: 1000, GID: 1000, User: "ann", Group: "ann", Account: "ann"}},
+		&Reasons{Reasons: map[uint64]string{5: "Dependency"}},
+		&UpdateJob{JobID: 5, Update: JobUpdate{Name: "later"}}, // writes the row, with the reason
+		&Start{Time: t0.Add(time.Second), Starts: []JobStart{{JobID: 5, Alloc: []api.NodeAlloc{{Node: "node1", CPUs: 1, MemMB: 1000}}}}},
+		&Purge{JobIDs: []uint64{1, 3, 4}},
+	), 7)
+	leader.View(func(st *State) {
+		if len(st.Jobs) != 2 {
+			t.Fatalf("the leader holds %d jobs, want 2 (1, 3 and 4 purged)", len(st.Jobs))
+		}
+	})
+	if rows := acctTexts(t, la); len(rows) != 9 || rows[8].Job.Reason != "Dependency" {
+		t.Fatalf("the leader's rows: %+v", rows)
+	}
+
+	data := persisted(t, leader)
+	if err := follower.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(acctTexts(t, fa), acctTexts(t, la)) {
+		t.Errorf("restored rows:\n%+v\nthe leader's:\n%+v", acctTexts(t, fa), acctTexts(t, la))
+	}
+	if got := persisted(t, follower); string(got) != string(data) {
+		t.Errorf("the restored controller's snapshot differs from the leader's:\n%s\nwant\n%s", got, data)
+	}
+	next := []Op{&End{Time: t0.Add(time.Minute), End: api.JobEnd{JobID: 5, Node: "node1"}}}
+	applyAll(t, leader, next, 100)
+	applyAll(t, follower, next, 100)
+	if a, b := persisted(t, leader), persisted(t, follower); string(a) != string(b) {
+		t.Errorf("after the next entry:\n%s\nthe leader's:\n%s", b, a)
+	}
+
+	// A section cut short is refused, and the store keeps its rows.
+	before := acctTexts(t, fa)
+	cut := data[:bytes.LastIndex(data[:len(data)-1], []byte("\n"))+1]
+	if err := follower.Restore(io.NopCloser(bytes.NewReader(cut))); err == nil {
+		t.Error("a snapshot without the end of its accounting rows restored")
+	}
+	if !reflect.DeepEqual(acctTexts(t, fa), before) {
+		t.Error("a refused snapshot changed the accounting rows")
+	}
+
+	// A snapshot of an earlier version, the state alone, still restores:
+	// the rows of its jobs.
+	old, oa := testFSM(t, cfg)
+	state := data[:bytes.IndexByte(data, '\n')+1]
+	if err := old.Restore(io.NopCloser(bytes.NewReader(state))); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for _, r := range acctTexts(t, oa) {
+		if r.Step == nil {
+			ids = append(ids, r.Job.JobID)
+		}
+	}
+	if !reflect.DeepEqual(ids, []uint64{2, 5}) {
+		t.Errorf("rows of a state-only snapshot: jobs %v, want [2 5]", ids)
+	}
+}
+
+// acctTexts is every row of st, scripts and environments included.
+func acctTexts(t *testing.T, st *accounting.Store) []accounting.Row {
+	t.Helper()
+	rows, err := st.Query(accounting.Filter{Texts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }

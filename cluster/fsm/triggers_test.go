@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -182,9 +181,7 @@ func TestTriggerSnapshot(t *testing.T) {
 	}
 	snap.Release()
 	var st State
-	if err := json.Unmarshal([]byte(sink.String()), &st); err != nil {
-		t.Fatal(err)
-	}
+	snapshotState(t, []byte(sink.String()), &st)
 	if ts := st.Triggers.All(); len(ts) != 1 || ts[0].Event != nil || ts[0].Program != "/bin/true" {
 		t.Fatalf("snapshot's triggers: %+v", ts)
 	}
