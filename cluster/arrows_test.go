@@ -38,6 +38,7 @@ var allowedImports = map[string][]string{
 	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
 		"hpc/commands/format", "hpc/internal/words"},
 	"hpc/internal/testrootfs": {},
+	"hpc/internal/faultnet":   {},
 	"hpc/e2e":                 {},
 }
 

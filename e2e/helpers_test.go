@@ -289,12 +289,13 @@ func labNet(t testing.TB) (net string, api int) {
 
 type labT struct {
 	t     *testing.T
-	bin   string // the hpc binary
-	links string // a directory of the Slurm-named links to bin
-	net   string // the lab's addresses: net+"1" is node1's
-	api   int    // its ports: api, api+1, api+2
-	dir   string // lab directory
-	top   string // a directory every user can traverse
+	bin   string   // the hpc binary
+	links string   // a directory of the Slurm-named links to bin
+	net   string   // the lab's addresses: net+"1" is node1's
+	api   int      // its ports: api, api+1, api+2
+	dir   string   // lab directory
+	top   string   // a directory every user can traverse
+	env   []string // more of the commands' environment (HPC_SOCKET: one node's)
 }
 
 // run runs the hpc binary as uid (0 = root) in dir and returns stdout,
@@ -310,7 +311,7 @@ func (l *labT) runInput(uid int, dir string, stdin io.Reader, args ...string) (s
 	l.t.Helper()
 	cmd := exec.Command(l.bin, args...)
 	cmd.Dir, cmd.Stdin = dir, stdin
-	cmd.Env = append(os.Environ(), "HPC_DIR="+l.dir)
+	cmd.Env = append(append(os.Environ(), "HPC_DIR="+l.dir), l.env...)
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 		cmd.Env = append(cmd.Env, "HOME="+dir, "USER=nobody")
