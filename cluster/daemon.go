@@ -335,22 +335,53 @@ func (d *Daemon) startGossip() error {
 	return nil
 }
 
-// joinLoop keeps trying to reach the other members until one answers: the
-// nodes of a lab start in any order.
+// rejoinInterval is how often a node tries again the peers gossip does not
+// have as alive members.
+const rejoinInterval = 3 * time.Second
+
+// joinLoop keeps trying to reach the other members until one answers (the
+// nodes of a lab start in any order), and then, every rejoinInterval, the
+// peers that are not alive members: memberlist forgets a dead member after
+// a while, and the two sides of a partition that healed, or a node whose
+// link came back, would otherwise never try each other again.
 func (d *Daemon) joinLoop(peers []string) {
 	defer d.wg.Done()
 	delay := 100 * time.Millisecond
+	joined := false
 	for {
-		if n, err := d.list.Join(peers); err == nil && n > 0 {
-			return
+		if !joined {
+			if n, err := d.list.Join(peers); err == nil && n > 0 {
+				joined, delay = true, rejoinInterval
+			}
+		} else if missing := d.missingPeers(peers); len(missing) > 0 {
+			_, _ = d.list.Join(missing) // those that answer are back
 		}
 		select {
 		case <-d.ctx.Done():
 			return
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, 2*time.Second)
+		if !joined {
+			delay = min(delay*2, 2*time.Second)
+		}
 	}
+}
+
+// missingPeers returns the peers (host:port) that are not alive members.
+func (d *Daemon) missingPeers(peers []string) []string {
+	alive := map[string]bool{}
+	for _, m := range d.list.Members() {
+		if m.State == memberlist.StateAlive {
+			alive[net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))] = true
+		}
+	}
+	var out []string
+	for _, p := range peers {
+		if !alive[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // now is the controller's time, in UTC.
