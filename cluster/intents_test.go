@@ -2,10 +2,15 @@ package cluster
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/fsm"
 )
 
 // A batch host that cannot be reached is the node's fault, not the job's:
@@ -98,4 +103,59 @@ func TestRegistrationReconciles(t *testing.T) {
 	if err := d.peers.CallNode(ctx, d.addr(d.cfg.APIPort), "/internal/register", api.NodeRegistration{Node: "nodeX"}, &resp2); err == nil {
 		t.Fatal("a registration of an unknown node was taken")
 	}
+}
+
+// What a leader decided but did not carry out (it died between the commit
+// and the call) is carried on from the state alone by the next one: a
+// start whose launch never went out is launched, a cancel whose kill never
+// went out is sent. Here the launch is claimed and dropped, and the cancel
+// committed without a kill; forgetting what is in flight, as a new term
+// does, must be enough.
+func TestNewLeaderCarriesOnIntents(t *testing.T) {
+	var d *Daemon
+	var dropped sync.Map
+	var drop atomic.Bool
+	drop.Store(true)
+	d, cl := startOneWith(t, func(o *Options) {
+		o.afterStart = func(starts []fsm.JobStart) {
+			for _, s := range starts {
+				if !drop.Load() {
+					break
+				}
+				if j, _ := d.fsm.Job(s.JobID); j != nil && d.intents.claimLaunch(j) {
+					dropped.Store(j.ID, true) // the old leader's launch, lost
+				}
+			}
+		}
+	})
+	ctx := context.Background()
+	dir := t.TempDir()
+	id, err := cl.Submit(ctx, api.JobSpec{WorkDir: dir, Script: "#!/bin/sh\necho ran > " + dir + "/ran\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, cl, id, api.StateRunning)
+	if _, ok := dropped.Load(id); !ok || j.Launched {
+		t.Fatalf("the launch was not dropped: launched=%v", j.Launched)
+	}
+	d.intents.reset() // a new term
+	j = waitJob(t, cl, id, api.StateCompleted)
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran")); string(b) != "ran\n" || j.Restarts != 0 {
+		t.Fatalf("output %q restarts %d", b, j.Restarts)
+	}
+
+	// A cancel committed, its kill never sent.
+	drop.Store(false)
+	id, err = cl.Submit(ctx, api.JobSpec{WorkDir: dir, Script: "#!/bin/sh\nexec sleep 300\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j = waitJob(t, cl, id, api.StateRunning); !j.Launched; j = waitJob(t, cl, id, api.StateRunning) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := d.propose(&fsm.Cancel{Time: d.now(), JobID: id}); err != nil {
+		t.Fatal(err)
+	}
+	d.intents.reset()
+	waitJob(t, cl, id, api.StateCancelled)
 }

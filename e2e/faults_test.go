@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,9 +103,9 @@ func TestFaultHarness(t *testing.T) {
 	lap("heal: every node idle, all follow " + got)
 }
 
-// A node out of touch: sinfo prints "down" today; Slurm's "down*" (not
-// responding) is accepted too. The patterns are regexps.
-const downRE = `^down\*?$`
+// A node out of touch: Slurm's "down*" (down, not responding). The
+// patterns are regexps.
+const downRE = `^down\*$`
 
 // otherController is a controller of the 4-node lab other than a and b.
 func otherController(a, b string) string {
@@ -145,3 +147,72 @@ func (l *netLab) waitAgree() string {
 	})
 	return leader
 }
+
+// TestNodeNotResponding: a node whose daemon stops answering (SIGSTOP) is
+// not responding (`*`) as soon as gossip suspects it, long before
+// SlurmdTimeout: no new job starts there meanwhile. It goes DOWN
+// SlurmdTimeout after the leader last heard it, and its batch job goes back
+// to the queue (JobRequeue=1). Once it answers again, the run it still has
+// is killed (the controller gave the job a new run) and the job runs again.
+func TestNodeNotResponding(t *testing.T) {
+	needLab(t)
+	const timeout = 8 // SlurmdTimeout
+	l := startNetLab(t, 67, 4, fmt.Sprintf("SlurmdTimeout=%d\n", timeout))
+	lead := l.leader("node1")
+	lv := l.on(lead)
+	marks := filepath.Join(l.top, "marks")
+	os.Mkdir(marks, 0o777)
+	// A job that records each run on node4, then runs until killed.
+	long := lv.submit(0, l.top, "-w", "node4", "--wrap", "echo run $SLURM_RESTART_COUNT >> "+marks+"/runs; "+
+		"while :; do touch "+marks+"/beat-$SLURM_RESTART_COUNT; sleep 0.5; done")
+	waitFor(t, 30*time.Second, "the job's first run", func() (bool, string) {
+		b, _ := os.ReadFile(filepath.Join(marks, "runs"))
+		return strings.Contains(string(b), "run 0 "), string(b)
+	})
+	frozen := time.Now()
+	if err := l.fn.Freeze("node4"); err != nil {
+		t.Fatal(err)
+	}
+	l.waitNode(lead, "node4", `^(idle|mixed|allocated)\*$`, secs(timeout))
+	star := time.Since(frozen)
+	// Not responding, not yet DOWN: a job asking for it waits.
+	held := lv.submit(0, l.top, "-w", "node4", "--wrap", "true")
+	if st := l.nodeStates(lead)["node4"]; strings.HasPrefix(st, "down") {
+		t.Fatalf("node4 %s %v after the freeze, before SlurmdTimeout (%d s)", st, time.Since(frozen), timeout)
+	}
+	l.waitNode(lead, "node4", `^down\*$`, 3*secs(timeout))
+	down := time.Since(frozen)
+	if out, _, _ := lv.run(0, l.top, "squeue", "-h", "-j", fmt.Sprint(held), "-o", "%t"); strings.TrimSpace(out) != "PD" {
+		t.Errorf("a job for a node that does not respond: %q, want PD", out)
+	}
+	waitFor(t, 30*time.Second, "the job on the DOWN node to be requeued", func() (bool, string) {
+		out, _, _ := lv.run(0, l.top, "scontrol", "show", "job", fmt.Sprint(long))
+		return strings.Contains(out, "JobState=PENDING") && strings.Contains(out, "Restarts=1 "), out
+	})
+	t.Logf("frozen node: not responding after %v, DOWN after %v (SlurmdTimeout=%ds)", star.Round(100*time.Millisecond), down.Round(100*time.Millisecond), timeout)
+
+	if err := l.fn.Thaw("node4"); err != nil {
+		t.Fatal(err)
+	}
+	// The first run is killed; the second runs, once.
+	waitFor(t, 60*time.Second, "the job's second run on node4", func() (bool, string) {
+		b, _ := os.ReadFile(filepath.Join(marks, "runs"))
+		return strings.Contains(string(b), "run 1 "), string(b)
+	})
+	b, _ := os.ReadFile(filepath.Join(marks, "runs"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("runs of the job: %q", b)
+	}
+	waitFor(t, 60*time.Second, "the first run to be killed (its heartbeat file to go stale)", func() (bool, string) {
+		fi, err := os.Stat(filepath.Join(marks, "beat-0"))
+		return err == nil && time.Since(fi.ModTime()) > 3*time.Second, ""
+	})
+	waitFor(t, 60*time.Second, "the held-back job to complete", func() (bool, string) {
+		out, _, _ := lv.run(0, l.top, "sacct", "-X", "-n", "-P", "-j", fmt.Sprint(held), "-o", "State")
+		return strings.TrimSpace(out) == "COMPLETED", out
+	})
+	lv.run(0, l.top, "scancel", fmt.Sprint(long))
+}
+
+func secs(seconds int) time.Duration { return time.Duration(seconds) * time.Second }

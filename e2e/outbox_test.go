@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,6 +122,26 @@ func TestLabOutbox(t *testing.T) {
 		row := l.acctRow(rq)
 		return strings.Contains(row, "|CANCELLED"), row
 	})
+
+	// The same when the daemon that dies is the leader's: the others elect
+	// a new one, and the job ends with its real exit code and usage once
+	// the node's daemon is back, within SlurmdTimeout.
+	out, _, _ := l.run(0, l.top, "status")
+	m := regexp.MustCompile(`Leader:\s+(node\d)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no leader in status:\n%s", out)
+	}
+	leader := m[1]
+	id = l.submit(nobody, work, "-w", leader, "-o", "six.out", "--wrap", "echo start; head -c 20000000 /dev/zero | tail -c 1 >/dev/null; sleep 3; exit 6")
+	l.waitState(id, "R")
+	waitFile(t, filepath.Join(work, "six.out"), "start")
+	l.stopDaemon(leader, syscall.SIGKILL)
+	up("after the leader's crash")
+	l.waitAcct(id, fmt.Sprintf("%d|nobody|FAILED|6:0|%s", id, leader))
+	out, _, _ = l.run(0, l.top, "acct", "-n", "-P", "-j", fmt.Sprint(id), "-o", "JobID,MaxRSS")
+	if !strings.Contains(out, fmt.Sprintf("%d.batch|", id)) || strings.Contains(out, fmt.Sprintf("%d.batch|\n", id)) {
+		t.Errorf("the batch step's usage was lost with the leader:\n%s", out)
+	}
 }
 
 // sendNodeEnd posts a job end as node's agent does: through that node's
