@@ -49,6 +49,9 @@ type Options struct {
 	// afterStart, for tests, runs on the leader between the commit of
 	// jobs' starts and their launch.
 	afterStart func([]fsm.JobStart)
+	// restart, set by StartNode, starts the daemon again in the role its
+	// state directory now records (roles.go); nil refuses role changes.
+	restart func()
 }
 
 // Daemon is one running node: gossip member, Raft voter when the node is a
@@ -92,6 +95,12 @@ type Daemon struct {
 	launchMu sync.Mutex
 	launches map[stepKey]*launch
 	view     *schedView
+	// ctlChange describes the controller change this leader is making
+	// (controllers.go): one at a time.
+	ctlChange atomic.Pointer[string]
+	// ctlNudged is when the leader last told each node that runs Raft
+	// outside the voter set to stop it (leader loop only).
+	ctlNudged map[string]time.Time
 }
 
 // Raft timing: fast enough that a lab fails over in well under a second
@@ -118,7 +127,14 @@ func Start(o Options) (*Daemon, error) {
 	cfg := o.Config
 	self := cfg.Node(o.Name)
 	if self == nil {
-		return nil, fmt.Errorf("node %q is not in the config (NodeName lines)", o.Name)
+		// A SlurmctldHost without a NodeName line runs a controller only:
+		// Raft, gossip and the API, and never jobs (it is not in
+		// cfg.Nodes, so neither the scheduler nor sinfo sees it).
+		addr, ok := cfg.HostAddr(o.Name)
+		if !ok {
+			return nil, fmt.Errorf("node %q is not in the config (NodeName or SlurmctldHost lines)", o.Name)
+		}
+		self = &config.Node{Name: o.Name, Addr: addr, Hostname: o.Name}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -162,8 +178,12 @@ func Start(o Options) (*Daemon, error) {
 	d.exec = ex
 	d.log.Info("executor ready", "mode", ex.Mode())
 
-	if cfg.IsController(o.Name) {
-		if err := d.startRaft(); err != nil {
+	role, err := d.startRole()
+	if err != nil {
+		return nil, err
+	}
+	if role.raft {
+		if err := d.startRaft(role.bootstrap); err != nil {
 			return nil, err
 		}
 	}
@@ -171,7 +191,10 @@ func Start(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.agent = agent.New(agent.Options{Name: o.Name, Config: cfg, ConfigPath: d.confPath(), Dir: o.Dir, Socket: o.Socket, Exec: ex, Peers: d.peers, Log: d.log, Ctx: ctx})
-	d.agent.Reattach()
+	if !cfg.ControllerOnly(o.Name) {
+		// A controller-only host never runs jobs: nothing to re-attach.
+		d.agent.Reattach()
+	}
 	if err := d.startServers(); err != nil {
 		return nil, err
 	}
@@ -187,7 +210,11 @@ func (d *Daemon) addr(port int) string {
 	return net.JoinHostPort(d.self.Addr, strconv.Itoa(port))
 }
 
-func (d *Daemon) startRaft() error {
+// startRaft starts this node's Raft. bootstrap: a SlurmctldHost with no
+// Raft state yet writes the first voter set, the SlurmctldHost lines; a
+// node made a controller at run time (roles.go) never does, it learns the
+// voter set from the leader that added it.
+func (d *Daemon) startRaft(bootstrap bool) error {
 	dir := filepath.Join(d.o.Dir, "raft")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -226,6 +253,10 @@ func (d *Daemon) startRaft() error {
 	rc.LeaderLeaseTimeout = raftLease
 	rc.CommitTimeout = raftCommit
 	rc.SnapshotThreshold = 4096
+	// A leader removed from the voters (hpc controller remove) steps down
+	// and waits for the word to restart without Raft (roles.go), rather
+	// than shutting Raft down under the routes that read it.
+	rc.ShutdownOnRemove = false
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
 
 	has, err := raft.HasExistingState(bolt, bolt, snaps)
@@ -237,19 +268,18 @@ func (d *Daemon) startRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	d.raft = r
-	if !has {
+	// Raft's voter set lives in its log: once there is state, the voter
+	// set is the log's (changed at run time by hpc controller), never the
+	// config's again.
+	if !has && bootstrap {
 		// Every controller bootstraps with the same voter set from the
 		// config; raft accepts identical bootstraps on all of them.
 		var servers []raft.Server
 		for _, c := range d.cfg.ControlHosts {
-			n := d.cfg.Node(c.Name)
-			addr := c.Addr
-			if n != nil {
-				addr = n.Addr
-			}
+			addr, _ := d.cfg.HostAddr(c.Name)
 			servers = append(servers, raft.Server{
 				ID:      raft.ServerID(c.Name),
-				Address: raft.ServerAddress(net.JoinHostPort(addr, strconv.Itoa(d.cfg.RaftPort))),
+				Address: d.raftAddr(addr),
 			})
 		}
 		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -262,8 +292,11 @@ func (d *Daemon) startRaft() error {
 // nodeMeta is what a node tells the others about itself over gossip.
 type nodeMeta struct {
 	API  string `json:"api"`
-	Ctl  bool   `json:"ctl"`
+	Ctl  bool   `json:"ctl"` // runs Raft
 	Mode string `json:"mode"`
+	// Plain: steps run as plain processes, which a daemon restart (a
+	// controller role change) would end.
+	Plain bool `json:"plain,omitempty"`
 }
 
 type gossipDelegate struct{ meta []byte }
@@ -294,7 +327,7 @@ func (d *Daemon) startGossip() error {
 	mc.AdvertisePort = d.cfg.GossipPort
 	mc.LogOutput = io.Discard
 	mc.SecretKey = peer.GossipKey(d.o.Key)
-	meta, _ := json.Marshal(nodeMeta{API: d.addr(d.cfg.APIPort), Ctl: d.raft != nil, Mode: d.exec.Mode()})
+	meta, _ := json.Marshal(nodeMeta{API: d.addr(d.cfg.APIPort), Ctl: d.raft != nil, Mode: d.exec.Mode(), Plain: !d.exec.Containers()})
 	mc.Delegate = &gossipDelegate{meta: meta}
 	mc.Events = gossipEvents{d}
 	list, err := memberlist.Create(mc)
@@ -307,6 +340,11 @@ func (d *Daemon) startGossip() error {
 		for _, n := range d.cfg.Nodes {
 			if n.Name != d.o.Name {
 				peers = append(peers, net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.GossipPort)))
+			}
+		}
+		for _, h := range d.cfg.ControlHosts {
+			if h.Name != d.o.Name && d.cfg.ControllerOnly(h.Name) {
+				peers = append(peers, net.JoinHostPort(h.Addr, strconv.Itoa(d.cfg.GossipPort)))
 			}
 		}
 	}
@@ -434,11 +472,11 @@ func (d *Daemon) leaderAPI() (string, error) {
 		if id == "" {
 			return "", &api.Error{Message: api.ErrNoLeader}
 		}
-		n := d.cfg.Node(string(id))
-		if n == nil {
+		addr, ok := d.cfg.HostAddr(string(id))
+		if !ok {
 			return "", fmt.Errorf("leader %s is not in the config", id)
 		}
-		return net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.APIPort)), nil
+		return net.JoinHostPort(addr, strconv.Itoa(d.cfg.APIPort)), nil
 	}
 	// An agent-only node asks any live controller, which forwards.
 	for _, m := range d.list.Members() {

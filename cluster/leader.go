@@ -49,6 +49,7 @@ func (d *Daemon) leaderLoop() {
 			continue
 		}
 		d.reconcileNodes()
+		d.reconcileControllers()
 		d.sendWarnSignals() // warnsig.go
 		d.enforceTimeLimits()
 		d.schedule()
