@@ -152,7 +152,7 @@ func voterNames(servers []raft.Server) []string {
 // aliveMembers are the gossip members memberlist sees alive.
 func (d *Daemon) aliveMembers() map[string]bool {
 	alive := map[string]bool{}
-	for _, m := range d.list.Members() {
+	for _, m := range d.members() {
 		if m.State == memberlist.StateAlive {
 			alive[m.Name] = true
 		}
@@ -237,7 +237,7 @@ func (d *Daemon) addController(ctx context.Context, node string) (*api.Controlle
 // restart a role change is.
 func (d *Daemon) restartSafe(node string) error {
 	plain := false
-	for _, m := range d.list.Members() {
+	for _, m := range d.members() {
 		var meta nodeMeta
 		if m.Name == node && json.Unmarshal(m.Meta, &meta) == nil {
 			plain = meta.Plain

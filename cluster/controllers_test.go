@@ -266,7 +266,11 @@ func TestControllerAddRemove(t *testing.T) {
 		t.Errorf("voters after the remove: %v", st.Voters)
 	}
 
-	// Added again, node1 starts from the leader's log.
+	// Added again, node1 starts from the leader's log. (Its daemon
+	// restarted without Raft: wait for gossip to see the new one.)
+	waitUntil(t, 30*time.Second, "node1 back in ctl1's gossip", func() (bool, string) {
+		return d.aliveMembers()["node1"], ""
+	})
 	if code, body := l.change("ctl1", "add", "node1"); code != http.StatusOK {
 		t.Fatalf("add node1 again: %d %s", code, body)
 	}

@@ -78,6 +78,7 @@ func (d *Daemon) controllerStates(ctx context.Context, servers []raft.Server) []
 // that never joined: controller-only hosts are no NodeName, so the node
 // list alone would not name them.
 func (d *Daemon) statusControllers(ctx context.Context, st *api.Status) {
+	st.ExecMode = d.execMode()
 	if d.raft != nil {
 		var servers []raft.Server
 		if s, _, err := d.raftServers(); err == nil {
@@ -119,7 +120,7 @@ func (d *Daemon) reconcileControllers() {
 		d.ctlNudged = map[string]time.Time{}
 	}
 	now := time.Now()
-	for _, m := range d.list.Members() {
+	for _, m := range d.members() {
 		var meta nodeMeta
 		if json.Unmarshal(m.Meta, &meta) != nil || !meta.Ctl || in[m.Name] || now.Sub(d.ctlNudged[m.Name]) < nudgeEvery {
 			continue

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +97,9 @@ type Daemon struct {
 	launchMu sync.Mutex
 	launches map[stepKey]*launch
 	view     *schedView
+	// memberCopy is the live gossip members (members), under memberMu.
+	memberMu   sync.Mutex
+	memberCopy map[string]memberlist.Node
 	// ctlChange describes the controller change this leader is making
 	// (controllers.go): one at a time.
 	ctlChange atomic.Pointer[string]
@@ -171,7 +176,9 @@ func Start(o Options) (*Daemon, error) {
 	}
 	d.creds, d.peers = creds, peer.NewCaller(o.Key, cfg, creds)
 
-	ex, err := exec.New(exec.Options{StateDir: filepath.Join(o.Dir, "exec"), NodeName: o.Name, ForcePlain: o.ForcePlain, Logger: d.log})
+	// A controller-only host runs no steps: no containers to prepare (the
+	// executor is there for the daemon's wiring only).
+	ex, err := exec.New(exec.Options{StateDir: filepath.Join(o.Dir, "exec"), NodeName: o.Name, ForcePlain: o.ForcePlain || cfg.ControllerOnly(o.Name), Logger: d.log})
 	if err != nil {
 		return nil, fmt.Errorf("start executor: %w", err)
 	}
@@ -312,11 +319,47 @@ func (g *gossipDelegate) GetBroadcasts(overhead, limit int) [][]byte { return ni
 func (g *gossipDelegate) LocalState(join bool) []byte                { return nil }
 func (g *gossipDelegate) MergeRemoteState(buf []byte, join bool)     {}
 
+// gossipEvents keeps the daemon's copy of the live members (members):
+// memberlist's Members hands out its own records, which it rewrites in
+// place when a member comes back or changes its meta (a restart, a
+// controller role change), so reading them would race; it calls these
+// under its lock, where copying is safe.
 type gossipEvents struct{ d *Daemon }
 
-func (e gossipEvents) NotifyJoin(n *memberlist.Node)   { e.d.wake() }
-func (e gossipEvents) NotifyLeave(n *memberlist.Node)  { e.d.wake() }
-func (e gossipEvents) NotifyUpdate(n *memberlist.Node) { e.d.wake() }
+func (e gossipEvents) NotifyJoin(n *memberlist.Node)   { e.d.memberSeen(n, true) }
+func (e gossipEvents) NotifyLeave(n *memberlist.Node)  { e.d.memberSeen(n, false) }
+func (e gossipEvents) NotifyUpdate(n *memberlist.Node) { e.d.memberSeen(n, true) }
+
+func (d *Daemon) memberSeen(n *memberlist.Node, alive bool) {
+	d.memberMu.Lock()
+	if d.memberCopy == nil {
+		d.memberCopy = map[string]memberlist.Node{}
+	}
+	if alive {
+		c := *n
+		c.Meta = slices.Clone(n.Meta)
+		c.Addr = slices.Clone(n.Addr)
+		c.State = memberlist.StateAlive
+		d.memberCopy[n.Name] = c
+	} else {
+		delete(d.memberCopy, n.Name)
+	}
+	d.memberMu.Unlock()
+	d.wake()
+}
+
+// members are the live gossip members, this node included, by name: a
+// member counts from its join until memberlist declares it dead or gone.
+func (d *Daemon) members() []memberlist.Node {
+	d.memberMu.Lock()
+	defer d.memberMu.Unlock()
+	out := make([]memberlist.Node, 0, len(d.memberCopy))
+	for _, m := range d.memberCopy {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b memberlist.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
 
 func (d *Daemon) startGossip() error {
 	mc := memberlist.DefaultLocalConfig()
@@ -327,7 +370,7 @@ func (d *Daemon) startGossip() error {
 	mc.AdvertisePort = d.cfg.GossipPort
 	mc.LogOutput = io.Discard
 	mc.SecretKey = peer.GossipKey(d.o.Key)
-	meta, _ := json.Marshal(nodeMeta{API: d.addr(d.cfg.APIPort), Ctl: d.raft != nil, Mode: d.exec.Mode(), Plain: !d.exec.Containers()})
+	meta, _ := json.Marshal(nodeMeta{API: d.addr(d.cfg.APIPort), Ctl: d.raft != nil, Mode: d.execMode(), Plain: !d.exec.Containers()})
 	mc.Delegate = &gossipDelegate{meta: meta}
 	mc.Events = gossipEvents{d}
 	list, err := memberlist.Create(mc)
@@ -354,6 +397,17 @@ func (d *Daemon) startGossip() error {
 	}
 	return nil
 }
+
+// execMode is how this node runs steps, as status shows it.
+func (d *Daemon) execMode() string {
+	if d.cfg.ControllerOnly(d.o.Name) {
+		return noSteps
+	}
+	return d.exec.Mode()
+}
+
+// noSteps is the step mode of a controller-only host.
+const noSteps = "none (controller only)"
 
 // joinLoop keeps trying to reach the other members until one answers: the
 // nodes of a lab start in any order.
@@ -479,7 +533,7 @@ func (d *Daemon) leaderAPI() (string, error) {
 		return net.JoinHostPort(addr, strconv.Itoa(d.cfg.APIPort)), nil
 	}
 	// An agent-only node asks any live controller, which forwards.
-	for _, m := range d.list.Members() {
+	for _, m := range d.members() {
 		var meta nodeMeta
 		if json.Unmarshal(m.Meta, &meta) == nil && meta.Ctl {
 			return meta.API, nil

@@ -69,7 +69,7 @@ const nodeDownGrace = 2 * time.Second
 // node; a new leader starts counting afresh.
 func (d *Daemon) reconcileNodes() {
 	alive := map[string]bool{}
-	for _, m := range d.list.Members() {
+	for _, m := range d.members() {
 		if m.State == 0 { // memberlist.StateAlive
 			alive[m.Name] = true
 		}

@@ -605,7 +605,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, m := range d.list.Members() {
+	for _, m := range d.members() {
 		seen[m.Name] = true
 		var meta nodeMeta
 		_ = json.Unmarshal(m.Meta, &meta)

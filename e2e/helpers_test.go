@@ -235,6 +235,7 @@ var labAddrs = map[string]labAddr{
 	"TestLabSattach":           {86, 33417},
 	"TestLabFailoverSubmit":    {88, 33617},
 	"TestLabOutbox":            {87, 33517},
+	"TestLabControllers":       {100, 34017},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a
