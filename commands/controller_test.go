@@ -1,11 +1,15 @@
 package commands
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"hpc/cluster/api"
+	"hpc/cluster/config"
 )
 
 // scontrol ping reports the controllers as they answer for themselves
@@ -57,5 +61,48 @@ func TestPrintControllersNames(t *testing.T) {
 	}
 	if !strings.Contains(controllerCommand().Description, "quorum") {
 		t.Error("hpc controller's help does not say what it refuses")
+	}
+}
+
+// hpc up --controllers N writes a lab with N dedicated controllers, and
+// the hosts it starts daemons on are the nodes, then the controllers; an
+// existing lab refuses another number of them.
+func TestUpControllersConfig(t *testing.T) {
+	l := lab{dir: t.TempDir()}
+	prepare := func(args ...string) (*config.Config, error) {
+		var cfg *config.Config
+		var perr error
+		cmd := upCommand()
+		cmd.Action = func(c *cli.Context) error {
+			cfg, perr = prepareConfig(c, l)
+			return nil
+		}
+		app := &cli.App{Commands: []*cli.Command{cmd}}
+		if err := app.Run(append([]string{"hpc", "up"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		return cfg, perr
+	}
+	cfg, err := prepare("--nodes", "2", "--controllers", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := labHosts(cfg); !slices.Equal(got, []string{"node1", "node2", "ctl1", "ctl2", "ctl3"}) {
+		t.Errorf("hosts %v", got)
+	}
+	if _, err := prepare("--controllers", "1"); err == nil || !strings.Contains(err.Error(), "has 3 dedicated controllers") {
+		t.Errorf("another number of controllers for an existing lab: %v", err)
+	}
+	if _, err := prepare("--controllers", "3"); err != nil {
+		t.Errorf("the same lab again: %v", err)
+	}
+	// The default lab: node1-node3 are the controllers, no other host.
+	l.dir = t.TempDir()
+	cfg, err = prepare()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := labHosts(cfg); !slices.Equal(got, []string{"node1", "node2", "node3"}) || len(cfg.ControlHosts) != 3 {
+		t.Errorf("default lab: hosts %v, controllers %+v", got, cfg.ControlHosts)
 	}
 }
