@@ -87,7 +87,7 @@ func (d *Daemon) handleControllerChange(w http.ResponseWriter, r *http.Request, 
 		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()})
 		return
 	}
-	if id.Node || (id.UID != 0 && (d.cfg.SlurmUser == "" || id.User != d.cfg.SlurmUser)) {
+	if su := d.conf().SlurmUser; id.Node || (id.UID != 0 && (su == "" || id.User != su)) {
 		peer.WriteErr(w, http.StatusForbidden, &api.Error{Message: api.ErrAccessDenied, Detail: "controllers are changed by root and SlurmUser only"})
 		return
 	}
@@ -97,10 +97,6 @@ func (d *Daemon) handleControllerChange(w http.ResponseWriter, r *http.Request, 
 	}
 	if req.Action != "add" && req.Action != "remove" {
 		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: "unknown controller action " + strconv.Quote(req.Action) + ": add or remove"})
-		return
-	}
-	if req.Action == "remove" && req.Node == d.o.Name {
-		d.removeSelf(w, r, id, body, req.Node)
 		return
 	}
 	what := fmt.Sprintf("%s %s", map[string]string{"add": "adding", "remove": "removing"}[req.Action], req.Node)
@@ -113,6 +109,10 @@ func (d *Daemon) handleControllerChange(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	defer d.ctlChange.Store(nil)
+	if req.Action == "remove" && req.Node == d.o.Name {
+		d.removeSelf(w, r, id, body, req.Node)
+		return
+	}
 	var res *api.ControllerChangeResult
 	var err error
 	if req.Action == "add" {

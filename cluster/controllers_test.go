@@ -140,7 +140,7 @@ func TestControllerOnlyHost(t *testing.T) {
 	if st.Leader != "ctl1" || st.RaftState != "Agent (not a controller)" || !slices.Equal(st.Voters, []string{"ctl1"}) {
 		t.Errorf("node1's status: leader %q, its state %q, voters %v", st.Leader, st.RaftState, st.Voters)
 	}
-	if c := st.Controllers[0]; !c.Dedicated || c.Term == 0 || c.AppliedIndex == 0 {
+	if c := st.Controllers[0]; !c.Dedicated || c.Term == 0 || c.CommitIndex == 0 {
 		t.Errorf("ctl1 as status shows it: %+v", c)
 	}
 	if l.nodes["node1"].Daemon().raft != nil {
@@ -275,13 +275,29 @@ func TestControllerAddRemove(t *testing.T) {
 		t.Fatalf("add node1 again: %d %s", code, body)
 	}
 	l.status("node2", map[string]string{"ctl1": api.RoleLeader, "node1": api.RoleFollower})
-	if code, body := l.change("ctl1", "remove", "node1"); code != http.StatusOK || strings.Contains(body, "did not answer") {
-		t.Fatalf("remove node1: %d %s", code, body)
+
+	// Removing the leader: it hands leadership to node1, which removes
+	// it; ctl1 runs no Raft any more, and node1 is the last controller.
+	if code, body := l.change("ctl1", "remove", "ctl1"); code != http.StatusOK || strings.Contains(body, "did not answer") {
+		t.Fatalf("remove ctl1, the leader: %d %s", code, body)
 	}
-	waitUntil(t, 30*time.Second, "node1 to stop its Raft", func() (bool, string) {
-		nd := l.nodes["node1"].Daemon()
-		return nd != nil && nd.raft == nil, ""
+	waitUntil(t, 30*time.Second, "ctl1 to stop its Raft", func() (bool, string) {
+		role, _ := readRole(filepath.Join(l.dir, "ctl1"))
+		cd := l.nodes["ctl1"].Daemon()
+		return role == roleRemoved && cd != nil && cd.raft == nil, role
 	})
+	st = l.status("node2", map[string]string{"node1": api.RoleLeader})
+	if !slices.Equal(st.Voters, []string{"node1"}) {
+		t.Errorf("voters after removing ctl1: %v", st.Voters)
+	}
+	if code, body := l.change("node1", "remove", "node1"); code != http.StatusConflict || !strings.Contains(body, "last controller") {
+		t.Errorf("remove the last controller, node1: %d %s", code, body)
+	}
+	// Its role outlives a restart: ctl1 starts without Raft.
+	l.stop("ctl1")
+	if cd := l.start("ctl1").Daemon(); cd.raft != nil {
+		t.Error("ctl1 runs Raft again after a restart")
+	}
 }
 
 func TestQuorumAfter(t *testing.T) {
