@@ -20,7 +20,7 @@ import (
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:            "status",
-		Usage:           "show the controller leader, Raft voters and gossip members",
+		Usage:           "show the leader, each controller's Raft role and health, and the gossip members",
 		HideHelpCommand: true,
 		Action: func(c *cli.Context) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
