@@ -84,7 +84,9 @@ func runDaemon(c *cli.Context) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	d, err := cluster.Start(cluster.Options{
+	// A Node: hpc controller add|remove restarts the daemon in its new
+	// role within this process.
+	d, err := cluster.StartNode(cluster.Options{
 		Name:       c.String("name"),
 		Config:     cfg,
 		Dir:        filepath.Join(dir, c.String("name")),

@@ -19,8 +19,8 @@ func (d *Daemon) registerAcctRoutes(mux *http.ServeMux) {
 // acctCluster describes this controller for sacctmgr show cluster.
 func (d *Daemon) acctCluster() api.AcctCluster {
 	c := api.AcctCluster{Name: d.cfg.ClusterName, ControlPort: d.cfg.APIPort, RPC: slurmRPCVersion}
-	if n := d.cfg.Node(d.o.Name); n != nil {
-		c.ControlHost = n.Addr
+	if addr, ok := d.cfg.HostAddr(d.o.Name); ok {
+		c.ControlHost = addr
 	}
 	return c
 }

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +51,9 @@ type Options struct {
 	// afterStart, for tests, runs on the leader between the commit of
 	// jobs' starts and their launch.
 	afterStart func([]fsm.JobStart)
+	// restart, set by StartNode, starts the daemon again in the role its
+	// state directory now records (roles.go); nil refuses role changes.
+	restart func()
 }
 
 // Daemon is one running node: gossip member, Raft voter when the node is a
@@ -96,6 +101,15 @@ type Daemon struct {
 	launchMu sync.Mutex
 	launches map[stepKey]*launch
 	view     *schedView
+	// memberCopy is the live gossip members (members), under memberMu.
+	memberMu   sync.Mutex
+	memberCopy map[string]memberlist.Node
+	// ctlChange describes the controller change this leader is making
+	// (controllers.go): one at a time.
+	ctlChange atomic.Pointer[string]
+	// ctlNudged is when the leader last told each node that runs Raft
+	// outside the voter set to stop it (leader loop only).
+	ctlNudged map[string]time.Time
 }
 
 // Raft timing: fast enough that a lab fails over in well under a second
@@ -134,7 +148,14 @@ func Start(o Options) (*Daemon, error) {
 	cfg := o.Config
 	self := cfg.Node(o.Name)
 	if self == nil {
-		return nil, fmt.Errorf("node %q is not in the config (NodeName lines)", o.Name)
+		// A SlurmctldHost without a NodeName line runs a controller only:
+		// Raft, gossip and the API, and never jobs (it is not in
+		// cfg.Nodes, so neither the scheduler nor sinfo sees it).
+		addr, ok := cfg.HostAddr(o.Name)
+		if !ok {
+			return nil, fmt.Errorf("node %q is not in the config (NodeName or SlurmctldHost lines)", o.Name)
+		}
+		self = &config.Node{Name: o.Name, Addr: addr, Hostname: o.Name}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -171,15 +192,21 @@ func Start(o Options) (*Daemon, error) {
 	}
 	d.creds, d.peers = creds, peer.NewCaller(o.Key, cfg, creds)
 
-	ex, err := exec.New(exec.Options{StateDir: filepath.Join(o.Dir, "exec"), NodeName: o.Name, ForcePlain: o.ForcePlain, Logger: d.log})
+	// A controller-only host runs no steps: no containers to prepare (the
+	// executor is there for the daemon's wiring only).
+	ex, err := exec.New(exec.Options{StateDir: filepath.Join(o.Dir, "exec"), NodeName: o.Name, ForcePlain: o.ForcePlain || cfg.ControllerOnly(o.Name), Logger: d.log})
 	if err != nil {
 		return nil, fmt.Errorf("start executor: %w", err)
 	}
 	d.exec = ex
 	d.log.Info("executor ready", "mode", ex.Mode())
 
-	if cfg.IsController(o.Name) {
-		if err := d.startRaft(); err != nil {
+	role, err := d.startRole()
+	if err != nil {
+		return nil, err
+	}
+	if role.raft {
+		if err := d.startRaft(role.bootstrap); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +214,10 @@ func Start(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.agent = agent.New(agent.Options{Name: o.Name, Config: cfg, ConfigPath: d.confPath(), Dir: o.Dir, Socket: o.Socket, Exec: ex, Peers: d.peers, Log: d.log, Ctx: ctx})
-	d.agent.Reattach()
+	if !cfg.ControllerOnly(o.Name) {
+		// A controller-only host never runs jobs: nothing to re-attach.
+		d.agent.Reattach()
+	}
 	if err := d.startServers(); err != nil {
 		return nil, err
 	}
@@ -204,7 +234,11 @@ func (d *Daemon) addr(port int) string {
 	return net.JoinHostPort(d.self.Addr, strconv.Itoa(port))
 }
 
-func (d *Daemon) startRaft() error {
+// startRaft starts this node's Raft. bootstrap: a SlurmctldHost with no
+// Raft state yet writes the first voter set, the SlurmctldHost lines; a
+// node made a controller at run time (roles.go) never does, it learns the
+// voter set from the leader that added it.
+func (d *Daemon) startRaft(bootstrap bool) error {
 	dir := filepath.Join(d.o.Dir, "raft")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -244,6 +278,10 @@ func (d *Daemon) startRaft() error {
 	rc.CommitTimeout = raftCommit
 	rc.SnapshotThreshold = raftSnapshotThreshold
 	rc.SnapshotInterval = raftSnapshotInterval
+	// A leader removed from the voters (hpc controller remove) steps down
+	// and waits for the word to restart without Raft (roles.go), rather
+	// than shutting Raft down under the routes that read it.
+	rc.ShutdownOnRemove = false
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
 
 	has, err := raft.HasExistingState(bolt, bolt, snaps)
@@ -255,19 +293,18 @@ func (d *Daemon) startRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	d.raft = r
-	if !has {
+	// Raft's voter set lives in its log: once there is state, the voter
+	// set is the log's (changed at run time by hpc controller), never the
+	// config's again.
+	if !has && bootstrap {
 		// Every controller bootstraps with the same voter set from the
 		// config; raft accepts identical bootstraps on all of them.
 		var servers []raft.Server
 		for _, c := range d.cfg.ControlHosts {
-			n := d.cfg.Node(c.Name)
-			addr := c.Addr
-			if n != nil {
-				addr = n.Addr
-			}
+			addr, _ := d.cfg.HostAddr(c.Name)
 			servers = append(servers, raft.Server{
 				ID:      raft.ServerID(c.Name),
-				Address: raft.ServerAddress(net.JoinHostPort(addr, strconv.Itoa(d.cfg.RaftPort))),
+				Address: d.raftAddr(addr),
 			})
 		}
 		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -280,8 +317,11 @@ func (d *Daemon) startRaft() error {
 // nodeMeta is what a node tells the others about itself over gossip.
 type nodeMeta struct {
 	API  string `json:"api"`
-	Ctl  bool   `json:"ctl"`
+	Ctl  bool   `json:"ctl"` // runs Raft
 	Mode string `json:"mode"`
+	// Plain: steps run as plain processes, which a daemon restart (a
+	// controller role change) would end.
+	Plain bool `json:"plain,omitempty"`
 }
 
 type gossipDelegate struct{ meta []byte }
@@ -297,11 +337,47 @@ func (g *gossipDelegate) GetBroadcasts(overhead, limit int) [][]byte { return ni
 func (g *gossipDelegate) LocalState(join bool) []byte                { return nil }
 func (g *gossipDelegate) MergeRemoteState(buf []byte, join bool)     {}
 
+// gossipEvents keeps the daemon's copy of the live members (members):
+// memberlist's Members hands out its own records, which it rewrites in
+// place when a member comes back or changes its meta (a restart, a
+// controller role change), so reading them would race; it calls these
+// under its lock, where copying is safe.
 type gossipEvents struct{ d *Daemon }
 
-func (e gossipEvents) NotifyJoin(n *memberlist.Node)   { e.d.wake() }
-func (e gossipEvents) NotifyLeave(n *memberlist.Node)  { e.d.wake() }
-func (e gossipEvents) NotifyUpdate(n *memberlist.Node) { e.d.wake() }
+func (e gossipEvents) NotifyJoin(n *memberlist.Node)   { e.d.memberSeen(n, true) }
+func (e gossipEvents) NotifyLeave(n *memberlist.Node)  { e.d.memberSeen(n, false) }
+func (e gossipEvents) NotifyUpdate(n *memberlist.Node) { e.d.memberSeen(n, true) }
+
+func (d *Daemon) memberSeen(n *memberlist.Node, alive bool) {
+	d.memberMu.Lock()
+	if d.memberCopy == nil {
+		d.memberCopy = map[string]memberlist.Node{}
+	}
+	if alive {
+		c := *n
+		c.Meta = slices.Clone(n.Meta)
+		c.Addr = slices.Clone(n.Addr)
+		c.State = memberlist.StateAlive
+		d.memberCopy[n.Name] = c
+	} else {
+		delete(d.memberCopy, n.Name)
+	}
+	d.memberMu.Unlock()
+	d.wake()
+}
+
+// members are the live gossip members, this node included, by name: a
+// member counts from its join until memberlist declares it dead or gone.
+func (d *Daemon) members() []memberlist.Node {
+	d.memberMu.Lock()
+	defer d.memberMu.Unlock()
+	out := make([]memberlist.Node, 0, len(d.memberCopy))
+	for _, m := range d.memberCopy {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b memberlist.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
 
 func (d *Daemon) startGossip() error {
 	mc := memberlist.DefaultLocalConfig()
@@ -312,7 +388,16 @@ func (d *Daemon) startGossip() error {
 	mc.AdvertisePort = d.cfg.GossipPort
 	mc.LogOutput = io.Discard
 	mc.SecretKey = peer.GossipKey(d.o.Key)
-	meta, _ := json.Marshal(nodeMeta{API: d.addr(d.cfg.APIPort), Ctl: d.raft != nil, Mode: d.exec.Mode()})
+	// A silent member is declared dead in one to three seconds rather than
+	// memberlist's local default of up to eighteen: the leader shows a node
+	// not responding (`*`) once gossip has given it up (health.go), and
+	// memberlist tells no one while it merely suspects. A member wrongly
+	// declared dead (a starved machine) rejoins within seconds, and only
+	// SlurmdTimeout without contact takes a node DOWN.
+	mc.ProbeInterval = 500 * time.Millisecond
+	mc.SuspicionMult = 2
+	mc.SuspicionMaxTimeoutMult = 3
+	meta, _ := json.Marshal(nodeMeta{API: d.addr(d.cfg.APIPort), Ctl: d.raft != nil, Mode: d.execMode(), Plain: !d.exec.Containers()})
 	mc.Delegate = &gossipDelegate{meta: meta}
 	mc.Events = gossipEvents{d}
 	list, err := memberlist.Create(mc)
@@ -327,6 +412,11 @@ func (d *Daemon) startGossip() error {
 				peers = append(peers, net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.GossipPort)))
 			}
 		}
+		for _, h := range d.cfg.ControlHosts {
+			if h.Name != d.o.Name && d.cfg.ControllerOnly(h.Name) {
+				peers = append(peers, net.JoinHostPort(h.Addr, strconv.Itoa(d.cfg.GossipPort)))
+			}
+		}
 	}
 	if len(peers) > 0 {
 		d.wg.Add(1)
@@ -334,6 +424,17 @@ func (d *Daemon) startGossip() error {
 	}
 	return nil
 }
+
+// execMode is how this node runs steps, as status shows it.
+func (d *Daemon) execMode() string {
+	if d.cfg.ControllerOnly(d.o.Name) {
+		return noSteps
+	}
+	return d.exec.Mode()
+}
+
+// noSteps is the step mode of a controller-only host.
+const noSteps = "none (controller only)"
 
 // rejoinInterval is how often a node tries again the peers gossip does not
 // have as alive members.
@@ -370,10 +471,8 @@ func (d *Daemon) joinLoop(peers []string) {
 // missingPeers returns the peers (host:port) that are not alive members.
 func (d *Daemon) missingPeers(peers []string) []string {
 	alive := map[string]bool{}
-	for _, m := range d.list.Members() {
-		if m.State == memberlist.StateAlive {
-			alive[net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))] = true
-		}
+	for _, m := range d.members() {
+		alive[net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))] = true
 	}
 	var out []string
 	for _, p := range peers {
@@ -483,14 +582,14 @@ func (d *Daemon) leaderAPI() (string, error) {
 		if id == "" {
 			return "", &api.Error{Message: api.ErrNoLeader}
 		}
-		n := d.cfg.Node(string(id))
-		if n == nil {
+		addr, ok := d.cfg.HostAddr(string(id))
+		if !ok {
 			return "", fmt.Errorf("leader %s is not in the config", id)
 		}
-		return net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.APIPort)), nil
+		return net.JoinHostPort(addr, strconv.Itoa(d.cfg.APIPort)), nil
 	}
 	// An agent-only node asks any live controller, which forwards.
-	for _, m := range d.list.Members() {
+	for _, m := range d.members() {
 		var meta nodeMeta
 		if json.Unmarshal(m.Meta, &meta) == nil && meta.Ctl {
 			return meta.API, nil

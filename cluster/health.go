@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/memberlist"
-
 	"hpc/cluster/fsm"
 )
 
@@ -14,10 +12,11 @@ import (
 // gets no new work; one not heard for SlurmdTimeout since its last contact
 // goes DOWN ("Not responding"), its jobs with it; one heard again is UP
 // again (unless an administrator set it DOWN or DRAIN). The leader hears a
-// node through gossip (memberlist alive, rather than suspect or dead) and
-// through its registrations (register.go), and not at all while its daemon
-// fails to answer a launch (intents.go); it looks at gossip often
-// (healthInterval), since gossip tells it nothing when it suspects a member.
+// node through gossip (a member until memberlist declares it dead, which
+// its settings make quick: startGossip) and through its registrations
+// (register.go), and not at all while its daemon fails to answer a launch
+// (intents.go). memberlist tells nobody of a member it only suspects, so
+// the leader looks at the members often (healthInterval).
 
 // healthInterval is how often the leader looks at gossip's members.
 const healthInterval = 250 * time.Millisecond
@@ -124,8 +123,8 @@ func (d *Daemon) reconcileNodes() {
 	now := d.now()
 	d.health.begin(d.raft.CurrentTerm())
 	alive := map[string]bool{}
-	for _, m := range d.list.Members() {
-		if m.State == memberlist.StateAlive && !d.health.isUnreachable(m.Name) {
+	for _, m := range d.members() {
+		if !d.health.isUnreachable(m.Name) {
 			alive[m.Name] = true
 			d.health.heard(m.Name, now)
 		}

@@ -49,7 +49,8 @@ func (d *Daemon) leaderLoop() {
 		if !leading || !d.isLeader() {
 			continue
 		}
-		d.sendWarnSignals() // warnsig.go
+		d.reconcileControllers() // controllers.go
+		d.sendWarnSignals()      // warnsig.go
 		d.enforceTimeLimits()
 		d.schedule()
 		d.carryOnIntents() // intents.go

@@ -51,7 +51,10 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("POST /api/diag/reset", d.leaderRoute(d.handleDiagReset))
 	mux.HandleFunc("GET /api/status", d.handleStatus)
 	mux.HandleFunc("GET /api/config", d.handleConfig)
-	d.agent.Routes(mux, d.nodeRoute)
+	if !d.cfg.ControllerOnly(d.o.Name) {
+		// A controller-only host runs no jobs: no agent routes to send any to.
+		d.agent.Routes(mux, d.nodeRoute)
+	}
 	mux.HandleFunc("POST /internal/job-end", d.nodeRoute(d.leaderRoute(d.handleJobEnd)))
 	mux.HandleFunc("POST /internal/register", d.nodeRoute(d.leaderRoute(d.handleRegister)))
 	d.registerStepRoutes(mux)
@@ -60,6 +63,7 @@ func (d *Daemon) startServers() error {
 	d.registerPartitionRoutes(mux)
 	d.registerTriggerRoutes(mux)
 	d.registerFileRoutes(mux)
+	d.registerControllerRoutes(mux)
 
 	_ = os.Remove(d.o.Socket)
 	ul, err := net.Listen("unix", d.o.Socket)
@@ -580,6 +584,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 			if d.peers.Get(ctx, addr, "/api/status", &cs) == nil {
 				st.Leader, st.LeaderAddr, st.Term, st.Voters = cs.Leader, cs.LeaderAddr, cs.Term, cs.Voters
 				st.CommitIndex, st.AppliedIdx = cs.CommitIndex, cs.AppliedIdx
+				st.Controllers = cs.Controllers
 			}
 			cancel()
 		}
@@ -601,7 +606,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, m := range d.list.Members() {
+	for _, m := range d.members() {
 		seen[m.Name] = true
 		var meta nodeMeta
 		_ = json.Unmarshal(m.Meta, &meta)
@@ -612,6 +617,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 			st.Members = append(st.Members, api.Member{Name: n.Name, Addr: net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.GossipPort)), State: "dead"})
 		}
 	}
+	d.statusControllers(r.Context(), &st) // ctlstatus.go
 	sort.Slice(st.Members, func(a, b int) bool { return st.Members[a].Name < st.Members[b].Name })
 	peer.WriteJSON(w, st)
 }

@@ -2,9 +2,8 @@ package cluster
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -26,8 +25,10 @@ func (d *Daemon) handleTakeover(w http.ResponseWriter, r *http.Request, id peer.
 		peer.WriteErr(w, http.StatusForbidden, &api.Error{Message: api.ErrAccessDenied})
 		return
 	}
-	n := d.cfg.Node(req.Node)
-	if n == nil || !d.cfg.IsController(req.Node) {
+	// The voters are Raft's configuration: the SlurmctldHosts, and the
+	// controllers hpc controller added or removed since.
+	servers, _, err := d.raftServers()
+	if err != nil || !slices.Contains(voterNames(servers), req.Node) {
 		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: "Node " + req.Node + " is not a controller (SlurmctldHost)"})
 		return
 	}
@@ -35,8 +36,8 @@ func (d *Daemon) handleTakeover(w http.ResponseWriter, r *http.Request, id peer.
 		peer.WriteJSON(w, struct{}{}) // already the primary
 		return
 	}
-	addr := raft.ServerAddress(net.JoinHostPort(n.Addr, strconv.Itoa(d.cfg.RaftPort)))
-	if err := d.raft.LeadershipTransferToServer(raft.ServerID(req.Node), addr).Error(); err != nil {
+	host, _ := d.cfg.HostAddr(req.Node)
+	if err := d.raft.LeadershipTransferToServer(raft.ServerID(req.Node), d.raftAddr(host)).Error(); err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: "takeover failed: " + err.Error()})
 		return
 	}

@@ -807,6 +807,9 @@ func (s *scontrol) controllers(cfg *config.Config) ([]format.Controller, bool) {
 		}
 		return ctls, false
 	}
+	if ctls := pingControllers(st.Controllers); len(ctls) > 0 {
+		return ctls, true
+	}
 	alive := map[string]bool{}
 	for _, m := range st.Members {
 		if m.State == "alive" {
@@ -825,6 +828,28 @@ func (s *scontrol) controllers(cfg *config.Config) ([]format.Controller, bool) {
 		ctls = append(ctls, format.Controller{Name: n, Up: alive[n]})
 	}
 	return ctls, true
+}
+
+// pingControllers is what scontrol ping reports of the controllers as
+// they answered for themselves (api.Status.Controllers): the SlurmctldHosts
+// in slurm.conf's order, so that the first is Slurm's "primary" whichever
+// controller leads now (Raft moves the leader; hpc status shows who leads),
+// then controllers added at run time. A controller is UP when its daemon
+// answers with Raft running, whatever its Raft role. A node still being
+// added (no vote yet) is left out.
+func pingControllers(states []api.ControllerState) []format.Controller {
+	voters := false
+	for _, c := range states {
+		voters = voters || c.Voter
+	}
+	var ctls []format.Controller
+	for _, c := range states {
+		if voters && !c.Voter {
+			continue
+		}
+		ctls = append(ctls, format.Controller{Name: c.Name, Up: c.Role != api.RoleDown})
+	}
+	return ctls
 }
 
 // servedConfig is GET /api/config's answer: the parsed slurm.conf and what

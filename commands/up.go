@@ -27,6 +27,7 @@ func upCommand() *cli.Command {
 		Usage: "start a lab cluster on this machine (or, with --join, one node of a cluster)",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Value: 3, Usage: "number of lab nodes (node1..nodeN on 127.0.1.1..)"},
+			&cli.IntFlag{Name: "controllers", Usage: "dedicated controllers ctl1..ctlN on the addresses after the nodes' (0: node1-node3 are the controllers)"},
 			&cli.StringFlag{Name: "config", Usage: "use this slurm.conf instead of writing the default one"},
 			&cli.StringFlag{Name: "dir", Usage: "lab directory (default $HPC_DIR, /var/lib/hpc as root, ~/.local/share/hpc otherwise)"},
 			&cli.StringFlag{Name: "join", Usage: "start only this machine's node and join the cluster at ADDR (host:gossip-port)"},
@@ -110,14 +111,12 @@ func runUp(c *cli.Context) error {
 		if name == "" {
 			name, _ = os.Hostname()
 		}
-		if cfg.Node(name) == nil {
-			return cli.Exit(fmt.Sprintf("hpc: error: node %q is not in %s (add a NodeName line, or pass --name)", name, l.confPath()), 1)
+		if _, ok := cfg.HostAddr(name); !ok {
+			return cli.Exit(fmt.Sprintf("hpc: error: node %q is not in %s (add a NodeName or SlurmctldHost line, or pass --name)", name, l.confPath()), 1)
 		}
 		names = append(names, name)
 	} else {
-		for _, n := range cfg.Nodes {
-			names = append(names, n.Name)
-		}
+		names = labHosts(cfg)
 	}
 	// Nodes whose daemon runs are left alone: a second `hpc up` says the
 	// lab is up, or restarts only the nodes that have stopped.
@@ -194,8 +193,11 @@ func prepareConfig(c *cli.Context, l lab) (*config.Config, error) {
 		if c.IsSet("nodes") && c.Int("nodes") != len(cfg.Nodes) {
 			return nil, fmt.Errorf("the lab in %s has %d nodes; run `hpc down --purge` first to make one with %d", l.dir, len(cfg.Nodes), c.Int("nodes"))
 		}
+		if have := len(labHosts(cfg)) - len(cfg.Nodes); c.IsSet("controllers") && c.Int("controllers") != have {
+			return nil, fmt.Errorf("the lab in %s has %d dedicated controllers; run `hpc down --purge` first to make one with %d", l.dir, have, c.Int("controllers"))
+		}
 	default:
-		text, err := config.Lab(c.Int("nodes"))
+		text, err := config.LabWith(config.LabOptions{Nodes: c.Int("nodes"), Controllers: c.Int("controllers")})
 		if err != nil {
 			return nil, err
 		}
@@ -318,6 +320,44 @@ func startDaemon(l lab, exe, name, join string, plain bool) error {
 	return cmd.Process.Release()
 }
 
+// labHosts are the hosts a lab runs a daemon on: its nodes, then the
+// controller-only SlurmctldHosts.
+func labHosts(cfg *config.Config) []string {
+	names := make([]string, 0, len(cfg.Nodes)+len(cfg.ControlHosts))
+	for _, n := range cfg.Nodes {
+		names = append(names, n.Name)
+	}
+	for _, h := range cfg.ControlHosts {
+		if cfg.ControllerOnly(h.Name) {
+			names = append(names, h.Name)
+		}
+	}
+	return names
+}
+
+// hostsUp counts the names that are up: compute nodes the leader's node
+// list has UP (or any state but UNKNOWN and DOWN), controllers that answer
+// for their Raft (a controller-only host is in no node list).
+func hostsUp(names []string, nodes []api.Node, ctls []api.ControllerState) int {
+	up := map[string]bool{}
+	for _, n := range nodes {
+		st := strings.TrimSuffix(n.State, "*") // not responding: not up yet
+		up[n.Name] = st != api.NodeUnknown && st != api.NodeDown
+	}
+	for _, c := range ctls {
+		if _, node := up[c.Name]; !node {
+			up[c.Name] = c.Role != api.RoleDown
+		}
+	}
+	count := 0
+	for _, n := range names {
+		if up[n] {
+			count++
+		}
+	}
+	return count
+}
+
 // waitUp shows progress until a leader is elected and every node is up.
 func waitUp(l lab, names []string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -351,16 +391,7 @@ func waitUp(l lab, names []string, timeout time.Duration) error {
 				say("leader " + st.Leader + " elected; waiting for it to answer ...")
 				break
 			}
-			upCount := 0
-			want := map[string]bool{}
-			for _, n := range names {
-				want[n] = true
-			}
-			for _, n := range resp.Nodes {
-				if ns := strings.TrimSuffix(n.State, "*"); want[n.Name] && ns != api.NodeUnknown && ns != api.NodeDown {
-					upCount++
-				}
-			}
+			upCount := hostsUp(names, resp.Nodes, st.Controllers)
 			say(fmt.Sprintf("leader %s (term %d); nodes up: %d/%d", st.Leader, st.Term, upCount, len(names)))
 			if upCount == len(names) {
 				return nil
@@ -398,6 +429,16 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 			role += " (leader)"
 		}
 		fmt.Printf("  %-8s %-12s %d CPUs %6d MB  %s\n", n.Name, n.Addr, n.CPUs, n.RealMemoryMB, role)
+	}
+	for _, h := range cfg.ControlHosts {
+		if !cfg.ControllerOnly(h.Name) {
+			continue
+		}
+		role := "controller only (runs no jobs)"
+		if st != nil && st.Leader == h.Name {
+			role += " (leader)"
+		}
+		fmt.Printf("  %-8s %-12s %-18s %s\n", h.Name, h.Addr, "", role)
 	}
 	if st != nil {
 		fmt.Printf("Job steps run as: %s\n", st.ExecMode)

@@ -163,11 +163,11 @@ func TestNodeNotResponding(t *testing.T) {
 	marks := filepath.Join(l.top, "marks")
 	os.Mkdir(marks, 0o777)
 	// A job that records each run on node4, then runs until killed.
-	long := lv.submit(0, l.top, "-w", "node4", "--wrap", "echo run $SLURM_RESTART_COUNT >> "+marks+"/runs; "+
-		"while :; do touch "+marks+"/beat-$SLURM_RESTART_COUNT; sleep 0.5; done")
+	long := lv.submit(0, l.top, "-w", "node4", "--wrap", "n=${SLURM_RESTART_COUNT:-0}; echo run $n >> "+marks+"/runs; "+
+		"while :; do touch "+marks+"/beat-$n; sleep 0.5; done")
 	waitFor(t, 30*time.Second, "the job's first run", func() (bool, string) {
 		b, _ := os.ReadFile(filepath.Join(marks, "runs"))
-		return strings.Contains(string(b), "run 0 "), string(b)
+		return strings.Contains(string(b), "run 0\n"), string(b)
 	})
 	frozen := time.Now()
 	if err := l.fn.Freeze("node4"); err != nil {
@@ -197,7 +197,7 @@ func TestNodeNotResponding(t *testing.T) {
 	// The first run is killed; the second runs, once.
 	waitFor(t, 60*time.Second, "the job's second run on node4", func() (bool, string) {
 		b, _ := os.ReadFile(filepath.Join(marks, "runs"))
-		return strings.Contains(string(b), "run 1 "), string(b)
+		return strings.Contains(string(b), "run 1\n"), string(b)
 	})
 	b, _ := os.ReadFile(filepath.Join(marks, "runs"))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

@@ -236,6 +236,7 @@ var labAddrs = map[string]labAddr{
 	"TestLabFailoverSubmit":    {88, 33617},
 	"TestLabOutbox":            {87, 33517},
 	"TestLabSnapshotCatchUp":   {101, 34117},
+	"TestLabControllers":       {100, 34017},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a

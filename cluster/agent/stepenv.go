@@ -164,6 +164,10 @@ func (ag *Agent) jobVars(j *api.Job) map[string]string {
 		"SLURM_JOB_GID":           strconv.FormatUint(uint64(j.GID), 10),
 		"SLURM_JOB_USER":          j.User,
 	}
+	if j.Restarts > 0 {
+		// As slurmd sets it: only for a job that was requeued.
+		set["SLURM_RESTART_COUNT"] = strconv.Itoa(j.Restarts)
+	}
 	if j.Spec.NTasks > 0 {
 		set["SLURM_NTASKS"] = strconv.Itoa(j.Spec.NTasks)
 		set["SLURM_NPROCS"] = strconv.Itoa(j.Spec.NTasks)

@@ -509,6 +509,9 @@ type Status struct {
 	CommitIndex uint64   `json:"commit_index"`
 	AppliedIdx  uint64   `json:"applied_index"`
 	ExecMode    string   `json:"exec_mode"` // how this node runs steps, e.g. "containers (cgroup v1)"
+	// Controllers are the Raft servers, SlurmctldHost order first, each as
+	// it answers for itself (api/controllers.go).
+	Controllers []ControllerState `json:"controllers,omitempty"`
 }
 
 // SubmitRequest asks the controller to queue a job.

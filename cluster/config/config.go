@@ -260,3 +260,25 @@ func (c *Config) IsController(name string) bool {
 	}
 	return false
 }
+
+// ControllerOnly reports whether name is on a SlurmctldHost line but on no
+// NodeName line: a host that runs a controller and never jobs (Slurm's
+// dedicated slurmctld host).
+func (c *Config) ControllerOnly(name string) bool {
+	return c.IsController(name) && c.Node(name) == nil
+}
+
+// HostAddr is the address of a host of the cluster: a node's NodeAddr, or
+// a controller-only host's SlurmctldHost address. ok is false for a name
+// the config does not know.
+func (c *Config) HostAddr(name string) (addr string, ok bool) {
+	if n := c.Node(name); n != nil {
+		return n.Addr, true
+	}
+	for _, h := range c.ControlHosts {
+		if h.Name == name {
+			return h.Addr, true
+		}
+	}
+	return "", false
+}

@@ -463,3 +463,56 @@ func TestStorage(t *testing.T) {
 		t.Errorf("Storage = %+v, want %+v", got, want)
 	}
 }
+
+// A lab with dedicated controllers: ctl1..ctlN on the addresses after the
+// nodes', SlurmctldHost lines and no NodeName line, so the partitions and
+// the node list have the compute nodes only.
+func TestLabControllers(t *testing.T) {
+	text, err := LabWith(LabOptions{Nodes: 4, Controllers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("does not parse back: %v\n%s", err, text)
+	}
+	want := []ControlHost{{"ctl1", "127.0.1.5"}, {"ctl2", "127.0.1.6"}, {"ctl3", "127.0.1.7"}}
+	if !reflect.DeepEqual(c.ControlHosts, want) || len(c.Nodes) != 4 {
+		t.Fatalf("controllers %+v, %d nodes", c.ControlHosts, len(c.Nodes))
+	}
+	for _, h := range want {
+		if !c.ControllerOnly(h.Name) || c.Node(h.Name) != nil || len(c.PartitionsOf(h.Name)) != 0 {
+			t.Errorf("%s is not a controller-only host", h.Name)
+		}
+		if addr, ok := c.HostAddr(h.Name); !ok || addr != h.Addr {
+			t.Errorf("HostAddr(%s) = %q %v", h.Name, addr, ok)
+		}
+	}
+	if c.ControllerOnly("node1") || c.IsController("node1") {
+		t.Error("node1 of a lab with dedicated controllers is a controller")
+	}
+	if addr, ok := c.HostAddr("node2"); !ok || addr != "127.0.1.2" {
+		t.Errorf("HostAddr(node2) = %q %v", addr, ok)
+	}
+	if _, ok := c.HostAddr("nosuch"); ok {
+		t.Error("HostAddr knows an unknown host")
+	}
+	// The default lab is unchanged.
+	if a, _ := Lab(3); a != mustLab(t, LabOptions{Nodes: 3}) {
+		t.Error("Lab(3) differs from LabWith with no dedicated controllers")
+	}
+	for _, o := range []LabOptions{{Nodes: 3, Controllers: 6}, {Nodes: 3, Controllers: -1}, {Nodes: 250, Controllers: 5}} {
+		if _, err := LabWith(o); err == nil {
+			t.Errorf("LabWith(%+v) accepted", o)
+		}
+	}
+}
+
+func mustLab(t *testing.T, o LabOptions) string {
+	t.Helper()
+	s, err := LabWith(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -11,14 +11,41 @@ import (
 // 127.0.1.1 to 127.0.1.250.
 const MaxLabNodes = 250
 
+// MaxLabControllers is the most dedicated controllers a lab may have: Raft
+// gains nothing from more than five voters but slower commits.
+const MaxLabControllers = 5
+
+// LabOptions shape the lab LabWith writes.
+type LabOptions struct {
+	Nodes int // compute nodes node1..nodeN on 127.0.1.1..
+	// Controllers, when above 0, gives the lab that many dedicated
+	// controllers ctl1..ctlN on the loopback addresses after the compute
+	// nodes' (SlurmctldHost lines and no NodeName line: they never run
+	// jobs). 0 is the default lab: the first three nodes are controllers
+	// and compute nodes both.
+	Controllers int
+}
+
 // Lab returns the commented slurm.conf that `hpc up --nodes n` writes: a
 // cluster "lab" of n nodes on one machine, each with its own loopback address
 // (node<i> on 127.0.1.<i>), up to three controllers, fake GPUs on the upper
 // half of the nodes, and the partitions debug (all nodes, default) and gpu.
 // n must be between 1 and MaxLabNodes.
-func Lab(n int) (string, error) {
+func Lab(n int) (string, error) { return LabWith(LabOptions{Nodes: n}) }
+
+// LabWith is Lab with dedicated controllers when o.Controllers > 0.
+func LabWith(o LabOptions) (string, error) {
+	n := o.Nodes
 	if n < 1 || n > MaxLabNodes {
 		return "", fmt.Errorf("a lab cluster has 1 to %d nodes, not %d", MaxLabNodes, n)
+	}
+	if o.Controllers < 0 || o.Controllers > MaxLabControllers {
+		return "", fmt.Errorf("a lab has 0 to %d dedicated controllers, not %d", MaxLabControllers, o.Controllers)
+	}
+	// Loopback addresses end at .254 here (.255 reads as a broadcast
+	// address to some tools).
+	if n+o.Controllers > 254 {
+		return "", fmt.Errorf("%d nodes and %d controllers need more than the 254 addresses of 127.0.1.x", n, o.Controllers)
 	}
 	names := make([]string, n)
 	addrs := make([]string, n)
@@ -31,7 +58,11 @@ func Lab(n int) (string, error) {
 
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	w("# slurm.conf for the hpc lab cluster, written by `hpc up --nodes %d`.", n)
+	if o.Controllers > 0 {
+		w("# slurm.conf for the hpc lab cluster, written by `hpc up --nodes %d --controllers %d`.", n, o.Controllers)
+	} else {
+		w("# slurm.conf for the hpc lab cluster, written by `hpc up --nodes %d`.", n)
+	}
 	w("# hpc reads a subset of Slurm's slurm.conf syntax. Edit this file and restart")
 	w("# the nodes to change the cluster; lines starting with # are comments.")
 	w("")
@@ -40,8 +71,15 @@ func Lab(n int) (string, error) {
 	w("# Controllers. These nodes elect one leader among themselves (Raft), and the")
 	w("# leader schedules jobs; if it dies another takes over. An odd number (1, 3")
 	w("# or 5) survives the loss of a minority. Format: name(address).")
-	for i := 0; i < min(n, 3); i++ {
-		w("SlurmctldHost=%s(%s)", names[i], addrs[i])
+	if o.Controllers > 0 {
+		w("# These hosts have no NodeName line: they run a controller only, never jobs.")
+		for i := 1; i <= o.Controllers; i++ {
+			w("SlurmctldHost=ctl%d(127.0.1.%d)", i, n+i)
+		}
+	} else {
+		for i := 0; i < min(n, 3); i++ {
+			w("SlurmctldHost=%s(%s)", names[i], addrs[i])
+		}
 	}
 	w("")
 	w("# hpc's own ports on every node: the HTTP/JSON API, Raft traffic between")

@@ -421,13 +421,7 @@ func PingLines(ctls []Controller, asRoot bool) string {
 	var b strings.Builder
 	down := false
 	for i, c := range ctls {
-		mode := "primary"
-		switch {
-		case i == 1 && len(ctls) == 2:
-			mode = "backup"
-		case i > 0:
-			mode = "backup" + strconv.Itoa(i)
-		}
+		mode := PingMode(i, len(ctls))
 		state := "UP"
 		if !c.Up {
 			state, down = "DOWN", true
@@ -440,6 +434,19 @@ func PingLines(ctls []Controller, asRoot bool) string {
 		b.WriteString("*****************************************\n")
 	}
 	return b.String()
+}
+
+// PingMode is scontrol ping's name for the i-th of n controllers:
+// primary, then backup, or backup1, backup2, ... when there are more than
+// two.
+func PingMode(i, n int) string {
+	switch {
+	case i == 0:
+		return "primary"
+	case n == 2:
+		return "backup"
+	}
+	return "backup" + strconv.Itoa(i)
 }
 
 // idList spells CPU or device indices as Slurm's bitmaps do ("0-1,4").
