@@ -38,12 +38,44 @@ type intentState struct {
 	// acked are launches the nodes acknowledged, to be committed in one
 	// entry by the leader's next pass (still in launching until then).
 	acked []api.JobRun
+	// warning are the runs whose --signal warning is on its way.
+	warning map[uint64]time.Time
+}
+
+// claimWarn marks j's warning signal as on its way; false if it already is.
+func (s *intentState) claimWarn(j *api.Job) bool { return s.claim(&s.warning, j) }
+
+func (s *intentState) warnDone(j *api.Job) {
+	s.release(&s.warning, api.JobRun{JobID: j.ID, Run: j.StartTime})
+}
+
+// claim marks j's run in *m; false if it is marked already.
+func (s *intentState) claim(m *map[uint64]time.Time, j *api.Job) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if *m == nil {
+		*m = map[uint64]time.Time{}
+	}
+	if run, ok := (*m)[j.ID]; ok && run.Equal(j.StartTime) {
+		return false
+	}
+	(*m)[j.ID] = j.StartTime
+	return true
+}
+
+// release unmarks run in *m.
+func (s *intentState) release(m *map[uint64]time.Time, run api.JobRun) {
+	s.mu.Lock()
+	if r, ok := (*m)[run.JobID]; ok && r.Equal(run.Run) {
+		delete(*m, run.JobID)
+	}
+	s.mu.Unlock()
 }
 
 // reset forgets everything: a new term carries on from the state alone.
 func (s *intentState) reset() {
 	s.mu.Lock()
-	s.launching, s.killed, s.acked = nil, nil, nil
+	s.launching, s.killed, s.acked, s.warning = nil, nil, nil, nil
 	s.mu.Unlock()
 }
 
@@ -64,26 +96,9 @@ func (s *intentState) takeAcks() []api.JobRun {
 }
 
 // claimLaunch marks j's run as being launched; false if it already is.
-func (s *intentState) claimLaunch(j *api.Job) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.launching == nil {
-		s.launching = map[uint64]time.Time{}
-	}
-	if run, ok := s.launching[j.ID]; ok && run.Equal(j.StartTime) {
-		return false
-	}
-	s.launching[j.ID] = j.StartTime
-	return true
-}
+func (s *intentState) claimLaunch(j *api.Job) bool { return s.claim(&s.launching, j) }
 
-func (s *intentState) launchDone(run api.JobRun) {
-	s.mu.Lock()
-	if r, ok := s.launching[run.JobID]; ok && r.Equal(run.Run) {
-		delete(s.launching, run.JobID)
-	}
-	s.mu.Unlock()
-}
+func (s *intentState) launchDone(run api.JobRun) { s.release(&s.launching, run) }
 
 // killDue tells whether j's kill should be sent now, and if so notes it
 // as sent at now.

@@ -26,7 +26,8 @@ func (d *Daemon) signalJobScope(j *api.Job, sig int, scope string) error {
 
 // sendWarnSignals delivers --signal=[B:]SIG@secs: once a running job is
 // within secs of its time limit, SIG goes to its steps (or with B: to its
-// batch shell alone, not the shell's children), once per run, as slurmctld sends it. The leader's timer
+// batch shell alone, not the shell's children), once per run, as slurmctld
+// sends it (again only if no answer of the node's was committed: intents.go). The leader's timer
 // makes this accurate to its tick (Slurm's own resolution is a minute).
 func (d *Daemon) sendWarnSignals() {
 	now := d.now()
@@ -58,23 +59,23 @@ func (d *Daemon) sendWarnSignals() {
 			due = append(due, warn{&cp, spec.Signal, scope})
 		}
 	})
-	if len(due) == 0 {
-		return
-	}
 	sort.Slice(due, func(a, b int) bool { return due[a].job.ID < due[b].job.ID })
-	ids := make([]uint64, len(due))
-	for i, w := range due {
-		ids[i] = w.job.ID
-	}
-	if _, err := d.propose(&fsm.Warned{JobIDs: ids}); err != nil {
-		d.log.Warn("warning signal commit failed", "err", err)
-		return
-	}
+	// The signal goes first and Warned is committed once the node took it:
+	// a leader that dies in between leaves the job unwarned, and the next
+	// one sends it (at least once, never lost).
 	for _, w := range due {
+		if !d.intents.claimWarn(w.job) {
+			continue // on its way
+		}
 		d.log.Info("sending the job's warning signal", "job", w.job.ID, "signal", w.sig)
 		go func() {
+			defer d.intents.warnDone(w.job)
 			if err := d.signalJobScope(w.job, w.sig, w.scope); err != nil {
-				d.log.Warn("warning signal failed", "job", w.job.ID, "err", err)
+				d.log.Warn("warning signal failed; it is sent again", "job", w.job.ID, "err", err)
+				return
+			}
+			if _, err := d.propose(&fsm.Warned{JobIDs: []uint64{w.job.ID}}); err != nil {
+				d.log.Warn("warning signal commit failed", "job", w.job.ID, "err", err)
 			}
 		}()
 	}
