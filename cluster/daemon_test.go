@@ -241,3 +241,26 @@ func TestStopPlainStopsSteps(t *testing.T) {
 		}
 	}
 }
+
+// Job lists leave out batch scripts and environments, which squeue and
+// sinfo never print and which are most of a job's size; a caller who may
+// see them asks for whole jobs.
+func TestJobListsLeaveOutScripts(t *testing.T) {
+	_, cl := startOne(t)
+	ctx := context.Background()
+	id, err := cl.Submit(ctx, api.JobSpec{WorkDir: t.TempDir(), Script: "#!/bin/sh\ntrue\n", Env: []string{"A=1"}, Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	brief, err := cl.Jobs(ctx)
+	if err != nil || len(brief) != 1 || brief[0].ID != id {
+		t.Fatalf("jobs: %+v %v", brief, err)
+	}
+	if j := brief[0]; j.Spec.Script != "" || j.Spec.Env != nil || !j.Withheld || !j.HasScript() {
+		t.Errorf("a job list carries the script or environment: %+v", j.Spec)
+	}
+	whole, err := cl.JobsWhole(ctx)
+	if err != nil || len(whole) != 1 || whole[0].Spec.Script != "#!/bin/sh\ntrue\n" || len(whole[0].Spec.Env) == 0 || whole[0].Withheld {
+		t.Errorf("whole jobs: %+v %v", whole, err)
+	}
+}

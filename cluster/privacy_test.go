@@ -83,7 +83,7 @@ func submitAs(t *testing.T, d *Daemon, id peer.Identity, spec api.JobSpec) (uint
 func jobsAs(t *testing.T, d *Daemon, id peer.Identity, jid uint64) (api.Job, bool) {
 	t.Helper()
 	var out api.JobsResponse
-	if code, body := askAs(t, d, id, d.handleJobs, http.MethodGet, "/api/jobs", nil, &out); code != http.StatusOK {
+	if code, body := askAs(t, d, id, d.handleJobs, http.MethodGet, "/api/jobs?whole=1", nil, &out); code != http.StatusOK {
 		t.Fatalf("jobs as %s: %d %s", id.User, code, body)
 	}
 	for _, j := range out.Jobs {

@@ -374,11 +374,16 @@ func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 
 func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var out api.JobsResponse
+	whole := r.URL.Query().Get("whole") == "1"
 	d.fsm.View(func(st *fsm.State) {
 		v := d.viewerIn(st, id) // privacy.go
 		out.Jobs = make([]api.Job, 0, len(st.Jobs))
 		for _, j := range st.Jobs {
 			if seen, ok := v.job(j); ok {
+				if !whole && seen.Spec.Script != "" {
+					seen.Spec.Script, seen.Spec.Env, seen.Spec.Export = "", nil, ""
+					seen.Withheld = true
+				}
 				out.Jobs = append(out.Jobs, seen)
 			}
 		}

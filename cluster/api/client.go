@@ -139,6 +139,14 @@ func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 	return out.Jobs, err
 }
 
+// JobsWhole lists jobs with the batch scripts and environments the caller
+// may see (Jobs leaves them out).
+func (c *Client) JobsWhole(ctx context.Context) ([]Job, error) {
+	var out JobsResponse
+	err := c.do(ctx, http.MethodGet, "/api/jobs?whole=1", nil, &out)
+	return out.Jobs, err
+}
+
 // Nodes lists nodes and partitions.
 func (c *Client) Nodes(ctx context.Context) (*NodesResponse, error) {
 	var out NodesResponse

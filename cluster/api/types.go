@@ -225,10 +225,12 @@ type Job struct {
 	// NextStepID numbers the next one.
 	Steps      []Step `json:"steps,omitempty"`
 	NextStepID uint32 `json:"next_step_id,omitempty"`
-	// Withheld is set on a job as the controller answers it to a caller
-	// who may not see its batch script and environment (Slurm shows them
-	// to the job's owner, root and operators only): Spec.Script, Env and
-	// Export are then empty. It is never stored.
+	// Withheld is set on a job as the controller answers it without its
+	// batch script and environment: to a caller who may not see them
+	// (Slurm shows them to the job's owner, root and operators only), and
+	// in job lists unless asked for whole jobs (squeue needs neither, and
+	// they are most of a job's size). Spec.Script, Env and Export are then
+	// empty. It is never stored.
 	Withheld bool `json:"withheld,omitempty"`
 }
 
