@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -262,5 +265,30 @@ func TestJobListsLeaveOutScripts(t *testing.T) {
 	whole, err := cl.JobsWhole(ctx)
 	if err != nil || len(whole) != 1 || whole[0].Spec.Script != "#!/bin/sh\ntrue\n" || len(whole[0].Spec.Env) == 0 || whole[0].Withheld {
 		t.Errorf("whole jobs: %+v %v", whole, err)
+	}
+}
+
+// Profiles are served to root on the local socket, to no one else.
+func TestProfilesRootOnly(t *testing.T) {
+	for _, c := range []struct {
+		id   peer.Identity
+		tls  bool
+		want int
+	}{
+		{peer.Identity{UID: 0}, false, http.StatusOK},
+		{peer.Identity{UID: 1000}, false, http.StatusForbidden},
+		{peer.Identity{Node: true}, false, http.StatusForbidden},
+		{peer.Identity{UID: 0}, true, http.StatusForbidden}, // root on another node
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/debug/pprof/cmdline", nil)
+		req = req.WithContext(peer.WithIdentity(req.Context(), c.id))
+		if c.tls {
+			req.TLS = &tls.ConnectionState{}
+		}
+		rec := httptest.NewRecorder()
+		rootOnly(pprof.Cmdline)(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%+v tls=%v: %d, want %d", c.id, c.tls, rec.Code, c.want)
+		}
 	}
 }

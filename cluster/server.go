@@ -63,6 +63,7 @@ func (d *Daemon) startServers() error {
 	d.registerPartitionRoutes(mux)
 	d.registerTriggerRoutes(mux)
 	d.registerFileRoutes(mux)
+	d.registerProfileRoutes(mux) // profile.go
 	d.registerControllerRoutes(mux)
 
 	_ = os.Remove(d.o.Socket)
