@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	osexec "os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -77,7 +78,8 @@ type containerRuntime struct {
 	mnt      string // an unbindable mount holding rootfs
 	rootfs   string // the prepared bind of /
 	ctrRoot  string // libcontainer's state root: /run/hpc/<node>-<hash> (see stateRoot)
-	cgParent string // /hpc/<node>-<hash of the state directory>
+	cgBase   string // where node cgroups go: /hpc, or a delegated unit (cgroupsetup.go)
+	cgParent string // <cgBase>/<node>-<hash of the state directory>
 	v2       bool
 	memsw    bool              // v1: memory.memsw.* exists (swap accounting)
 	cgPaths  map[string]string // the node's cgroup parent, per controller
@@ -89,7 +91,10 @@ type containerRuntime struct {
 	leftovers []*libcontainer.Container
 }
 
-func newContainerRuntime(stateDir, node string, log *slog.Logger) (_ *containerRuntime, retErr error) {
+// newContainerRuntime prepares container mode for a node whose cgroups go
+// under the cgroup base (cgroupsetup.go: /hpc, or a unit delegated to the
+// daemon).
+func newContainerRuntime(stateDir, node, base string, log *slog.Logger) (_ *containerRuntime, retErr error) {
 	stateDir, err := filepath.Abs(stateDir)
 	if err != nil {
 		return nil, err
@@ -100,7 +105,8 @@ func newContainerRuntime(stateDir, node string, log *slog.Logger) (_ *containerR
 		stateDir: stateDir,
 		mnt:      filepath.Join(stateDir, "mnt"),
 		ctrRoot:  ContainerStateDir(node, stateDir),
-		cgParent: cgroupParent + "/" + nodeCgroup(node, stateDir),
+		cgBase:   base,
+		cgParent: path.Join(base, nodeCgroup(node, stateDir)),
 		v2:       cgroups.IsCgroup2UnifiedMode(),
 		devRules: deviceRules(),
 		hostCPUs: hostCPUs(),
@@ -130,13 +136,6 @@ func newContainerRuntime(stateDir, node string, log *slog.Logger) (_ *containerR
 		return nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
 	}
 	return r, nil
-}
-
-func (r *containerRuntime) version() string {
-	if r.v2 {
-		return "v2"
-	}
-	return "v1"
 }
 
 // probeCgroups creates the node's cgroup parent and checks that the
@@ -184,10 +183,14 @@ func (r *containerRuntime) close() error {
 }
 
 // removeCgroupParent removes /hpc/<node> (and /hpc) where they are empty.
+// A delegated unit that holds the node's cgroup stays: it holds the daemon
+// too, and is systemd's to remove.
 func (r *containerRuntime) removeCgroupParent() {
 	for _, p := range r.cgPaths {
 		_ = unix.Rmdir(p)
-		_ = unix.Rmdir(filepath.Dir(p)) // /hpc, when no other node uses it
+		if r.cgBase == cgroupParent {
+			_ = unix.Rmdir(filepath.Dir(p)) // /hpc, when no other node uses it
+		}
 	}
 }
 

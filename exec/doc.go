@@ -4,9 +4,14 @@
 // libcontainer container (new mount, pid, uts and ipc namespaces, the host's
 // network, the host's file system seen through a per-node prepared bind of /,
 // a fresh /proc, a read-only /sys, a minimal /dev) inside the cgroup
-// /hpc/<node>/<step> with memory, CPU-quota and pids limits, its
+// <parent>/<node>/<step> with memory, CPU-quota and pids limits, its
 // libcontainer state under /run/hpc/<node>; otherwise steps
-// are plain processes in their own process group. It opens output files with
+// are plain processes in their own process group. The parent is /hpc at
+// the root of the tree on cgroup v1 and on v2 without systemd; on v2 with
+// systemd as PID 1 it is a unit delegated to the daemon (its own service
+// with Delegate=yes, or a transient scope it asks systemd for over D-Bus),
+// with the daemon moved into the unit's leaf <unit>/daemon
+// (cgroupsetup.go). Mode says which. It opens output files with
 // the user's file-system identity, delivers signals to every process of a
 // step, detects OOM kills from the cgroup's oom_kill counter, and cleans up
 // the container, its cgroup and its processes before Wait returns.
@@ -19,6 +24,7 @@
 // (and in TestMain): libcontainer re-executes the binary as "<exe> init", so
 // no command of the program may be named "init". The package imports only the
 // standard library, golang.org/x/sys/unix, runc's libcontainer (with nsenter,
-// which needs cgo) and github.com/opencontainers/cgroups; never other hpc
-// packages. It is Linux-only.
+// which needs cgo), github.com/opencontainers/cgroups and go-systemd's D-Bus
+// client (with godbus, which it is built on); never other hpc packages. It
+// is Linux-only.
 package exec

@@ -248,12 +248,14 @@ func New(o Options) (*Executor, error) {
 			e.mode = "plain processes (ForcePlain set; not root: no cgroup limits or user switching)"
 		}
 	case !root:
-		e.mode = "plain processes (not root: no cgroup limits or user switching)"
+		// Says whether a delegated user cgroup could hold the steps.
+		e.mode = planCgroups("/", os.Geteuid(), "", nil, nil).Desc
 	default:
 		if o.StateDir == "" {
 			return nil, errors.New("exec: Options.StateDir is required to run steps in containers")
 		}
-		rt, err := newContainerRuntime(o.StateDir, node, log)
+		plan := placeCgroups(node, o.StateDir, log)
+		rt, err := newContainerRuntime(o.StateDir, node, plan.Parent, log)
 		if err != nil {
 			e.switchUser = true
 			e.mode = fmt.Sprintf("plain processes (containers unavailable: %v; no cgroup limits)", err)
@@ -261,7 +263,7 @@ func New(o Options) (*Executor, error) {
 			break
 		}
 		e.ctr = rt
-		e.mode = fmt.Sprintf("containers (libcontainer, cgroup %s)", rt.version())
+		e.mode = fmt.Sprintf("containers (libcontainer, %s)", plan.Desc)
 		e.mu.Lock()
 		for _, c := range rt.leftovers {
 			e.reattached = append(e.reattached, e.reattach(c))
@@ -273,8 +275,11 @@ func New(o Options) (*Executor, error) {
 	return e, nil
 }
 
-// Mode describes how steps run, e.g. "containers (libcontainer, cgroup v1)"
-// or "plain processes (not root: no cgroup limits or user switching)".
+// Mode describes how steps run and, in containers, where their cgroups
+// are, e.g. "containers (libcontainer, cgroup v1, under /hpc in each
+// hierarchy)", "containers (libcontainer, cgroup v2, delegated by systemd:
+// transient scope hpc-node1-1a2b3c4d.scope (/sys/fs/cgroup/...))" or
+// "plain processes (not root: no cgroup limits or user switching)".
 func (e *Executor) Mode() string { return e.mode }
 
 // Containers reports whether steps run in containers.

@@ -11,8 +11,9 @@ import (
 )
 
 // A job's steps on a node share a job cgroup, as under Slurm's cgroup
-// plugins: /hpc/<node>/job_<job>/<step>. The job cgroup carries the job's
-// memory limit on the node (StepSpec.JobMemMB), so that its steps together
+// plugins: <parent>/<node>/job_<job>/<step> (the parent: cgroupsetup.go).
+// The job cgroup carries the job's memory limit on the node
+// (StepSpec.JobMemMB), so that its steps together
 // (the batch script and the srun steps it runs side by side) stay within
 // --mem, each step keeping its own limit below it. It is made with the
 // job's first step on the node and removed with its last.
