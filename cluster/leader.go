@@ -22,11 +22,13 @@ func (d *Daemon) leaderLoop() {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	leading := false
+	var notBefore time.Time
 	for {
 		select {
 		case <-d.ctx.Done():
 			return
 		case l := <-d.raft.LeaderCh():
+			notBefore = time.Time{}
 			leading = l
 			d.caughtUp.Store(false)
 			// A new term may follow changes this node did not plan for:
@@ -49,6 +51,18 @@ func (d *Daemon) leaderLoop() {
 		if !leading || !d.isLeader() {
 			continue
 		}
+		// Every commit wakes the loop: under a storm of submits, a pass
+		// that took long holds off the next for as long (at most
+		// maxPassGap), so that passes over a long queue do not take all
+		// of the leader's time and the FSM's lock from the commits.
+		if wait := time.Until(notBefore); wait > 0 {
+			select {
+			case <-d.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		t0 := time.Now()
 		d.reconcileControllers() // controllers.go
 		d.sendWarnSignals()      // warnsig.go
 		d.enforceTimeLimits()
@@ -56,8 +70,12 @@ func (d *Daemon) leaderLoop() {
 		d.carryOnIntents() // intents.go
 		d.purgeOldJobs()
 		d.runTriggers() // triggers.go
+		notBefore = time.Now().Add(min(time.Since(t0), maxPassGap))
 	}
 }
+
+// maxPassGap bounds the wait between two passes of the leader's loop.
+const maxPassGap = 50 * time.Millisecond
 
 // schedule runs one scheduling pass and commits its decisions: starts,
 // and preemptions of the running jobs those starts need. Priorities,
@@ -154,18 +172,16 @@ func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, m
 				if throttled[j.ID] {
 					continue // its array's %N limit is reached
 				}
+				if j.Hold != "" {
+					// A held job waits for scontrol release whatever the
+					// cluster does; its reason is the hold's (schedView's
+					// overlay). Thousands held cost a pass nothing.
+					continue
+				}
 				cp := *j
 				jobs[j.ID] = &cp
 				r := d.view.request(j)
 				r.Dependency = dependencyState(j, st)
-				switch j.Hold {
-				case "user":
-					r.Hold = sched.HoldUser
-				case "admin":
-					r.Hold = sched.HoldAdmin
-				case api.HoldRequeue:
-					r.Hold = sched.HoldUser // shown as api.ReasonRequeueHeld (schedview.go)
-				}
 				snap.Pending = append(snap.Pending, r)
 			}
 		}

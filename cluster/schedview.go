@@ -38,17 +38,25 @@ func newSchedView() *schedView {
 
 // overlay copies the last pass's view of a job onto it.
 func (v *schedView) overlay(j *api.Job) {
+	if j.State != api.StatePending {
+		return
+	}
+	switch j.Hold {
+	case "user":
+		j.Reason = sched.ReasonJobHeldUser
+	case "admin":
+		j.Reason = sched.ReasonJobHeldAdmin
+	case api.HoldRequeue:
+		j.Reason = api.ReasonRequeueHeld
+	}
 	v.mu.Lock()
 	r, ok := v.results[j.ID]
 	v.mu.Unlock()
-	if !ok || j.State != api.StatePending {
-		return
+	if !ok {
+		return // held: not in the leader's passes
 	}
 	if r.Reason != "" {
 		j.Reason = r.Reason
-	}
-	if j.Hold == api.HoldRequeue {
-		j.Reason = api.ReasonRequeueHeld
 	}
 	j.Priority = r.Priority
 	j.ExpectedStart = r.ExpectedStart

@@ -128,40 +128,67 @@ func emptyState(cfg *config.Config) State {
 
 // Apply implements raft.FSM. It returns a Result.
 func (f *FSM) Apply(l *raft.Log) any {
-	op, err := Decode(l.Data)
-	if err != nil {
-		f.log.Warn("refused an undecodable log entry", "index", l.Index, "err", err)
-		return Result{Err: fmt.Errorf("undecodable log entry %d: %w", l.Index, err)}
-	}
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch implements raft.BatchingFSM: the entries Raft committed
+// together are applied in order under one lock, and their accounting rows
+// written in one transaction (the last state of each job they touched),
+// which is most of what a burst of submits costs. Entries other than
+// commands (Raft's configuration changes) change nothing here.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	recs := map[uint64]*api.Job{}
+	var order []uint64
+	var types []Type
 	f.mu.Lock()
-	res, touched := f.apply(op)
-	if errors.Is(res.Err, errMalformed) {
-		f.log.Warn("refused a malformed log entry", "index", l.Index, "type", op.Type(), "err", res.Err)
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		op, err := Decode(l.Data)
+		if err != nil {
+			f.log.Warn("refused an undecodable log entry", "index", l.Index, "err", err)
+			out[i] = Result{Err: fmt.Errorf("undecodable log entry %d: %w", l.Index, err)}
+			continue
+		}
+		res, touched := f.apply(op)
+		if errors.Is(res.Err, errMalformed) {
+			f.log.Warn("refused a malformed log entry", "index", l.Index, "type", op.Type(), "err", res.Err)
+		}
+		out[i] = res
+		types = append(types, op.Type())
+		for _, id := range touched {
+			if j := f.st.Jobs[id]; j != nil {
+				if recs[id] == nil {
+					order = append(order, id)
+				}
+				cp := *j
+				recs[id] = &cp
+			}
+		}
 	}
 	ch := f.changed
 	f.changed = make(chan struct{})
-	var recs []*api.Job
-	for _, id := range touched {
-		if j := f.st.Jobs[id]; j != nil {
-			cp := *j
-			recs = append(recs, &cp)
-		}
-	}
 	f.mu.Unlock()
-	if f.acct != nil {
-		for _, j := range recs {
-			if err := f.recordJob(j); err != nil {
-				f.log.Error("accounting write failed", "job", j.ID, "err", err)
-			}
+	if f.acct != nil && len(order) > 0 {
+		jobs := make([]*api.Job, len(order))
+		for i, id := range order {
+			jobs[i] = recs[id]
+		}
+		if err := f.recordJobs(jobs); err != nil {
+			f.log.Error("accounting write failed", "jobs", len(jobs), "err", err)
 		}
 	}
 	// Waiters (sbatch --wait) hear of the change once accounting has it,
 	// so an sacct right after sees the end.
 	close(ch)
 	if f.notify != nil {
-		f.notify(op.Type())
+		for _, t := range types {
+			f.notify(t)
+		}
 	}
-	return res
+	return out
 }
 
 // apply changes the state for one entry and returns the ids of the jobs

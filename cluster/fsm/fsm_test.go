@@ -234,3 +234,43 @@ func TestMaxJobCount(t *testing.T) {
 		t.Errorf("after a purge: %v", r.Err)
 	}
 }
+
+// Entries applied as Raft's batches leave the same state and the same
+// accounting rows as entries applied one by one, however they are cut;
+// a configuration entry in a batch changes nothing and answers nil.
+func TestApplyBatchEqualsApply(t *testing.T) {
+	cfg := testConfig(t)
+	one, oneAcct := testFSM(t, cfg)
+	applyAll(t, one, testLog(), 1)
+	for _, size := range []int{2, 3, len(testLog())} {
+		f, st := testFSM(t, cfg)
+		var logs []*raft.Log
+		for i, op := range testLog() {
+			data, err := Encode(op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs = append(logs, &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
+		}
+		logs = append(logs[:1], append([]*raft.Log{{Index: 99, Type: raft.LogConfiguration}}, logs[1:]...)...)
+		for i := 0; i < len(logs); i += size {
+			batch := logs[i:min(i+size, len(logs))]
+			res := f.ApplyBatch(batch)
+			for k, l := range batch {
+				if l.Type == raft.LogConfiguration && res[k] != nil {
+					t.Errorf("a configuration entry answered %v", res[k])
+				}
+			}
+		}
+		for id := uint64(1); id <= 4; id++ {
+			a, _ := one.Job(id)
+			b, _ := f.Job(id)
+			if a.State != b.State || a.ExitCode != b.ExitCode || !a.EndTime.Equal(b.EndTime) {
+				t.Errorf("batches of %d: job %d %s/%d, one by one %s/%d", size, id, b.State, b.ExitCode, a.State, a.ExitCode)
+			}
+		}
+		if got, want := acctDump(t, st), acctDump(t, oneAcct); !reflect.DeepEqual(got, want) {
+			t.Errorf("batches of %d: accounting rows differ:\n%+v\nwant\n%+v", size, got, want)
+		}
+	}
+}

@@ -23,8 +23,15 @@ import (
 
 // recordJob writes a job's accounting rows: the job, its batch step (an
 // allocation made by srun or salloc has none, as in Slurm) and its steps.
-func (f *FSM) recordJob(j *api.Job) error {
-	return f.acct.UpsertBatch([]accounting.JobRecord{f.storedJobRecord(j)}, jobStepRecords(j))
+// recordJobs writes the rows of jobs (and their steps) in one transaction.
+func (f *FSM) recordJobs(jobs []*api.Job) error {
+	recs := make([]accounting.JobRecord, 0, len(jobs))
+	var steps []accounting.StepRecord
+	for _, j := range jobs {
+		recs = append(recs, f.storedJobRecord(j))
+		steps = append(steps, jobStepRecords(j)...)
+	}
+	return f.acct.UpsertBatch(recs, steps)
 }
 
 // storedJobRecord is jobRecord with the batch script and environment kept
