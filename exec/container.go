@@ -759,6 +759,7 @@ func (l *ctrLaunch) watch(k *ctrStep, cgPaths map[string]string) {
 	n := len(l.plan.Tasks)
 	results := make([]TaskResult, n)
 	got := make([]bool, n)
+	var peakKB int64 // the largest task's high-water mark
 	var ended sync.WaitGroup
 	var bad error // a malformed report: the step fails with it
 	for {
@@ -778,6 +779,7 @@ func (l *ctrLaunch) watch(k *ctrStep, cgPaths map[string]string) {
 		}
 		i := ev.Task
 		results[i] = TaskResult{ExitCode: ev.Exit, Signal: ev.Signal}
+		peakKB = max(peakKB, ev.MaxRSSKB)
 		if tio != nil {
 			ended.Go(func() { tio.reportEnd(spec, i, results[i]) })
 		}
@@ -797,7 +799,7 @@ func (l *ctrLaunch) watch(k *ctrStep, cgPaths map[string]string) {
 		}
 	}
 	settleTasks(tio, &ended)
-	res := l.r.finishStep(l.c, spec, cgPaths, results, l.notice, tio != nil)
+	res := l.r.finishStep(l.c, spec, cgPaths, results, peakKB, l.notice, tio != nil)
 	res.Start, res.End = l.start, end
 	if bad != nil && res.Err == nil {
 		res.Err = fmt.Errorf("step %s: %w", spec.ID, bad)
@@ -811,8 +813,9 @@ func (l *ctrLaunch) watch(k *ctrStep, cgPaths map[string]string) {
 
 // finishStep sums up an ended step: its tasks' ends, the OOM killer's
 // kills (announced on notice, the step's stderr, when given), and removes
-// its container and results file.
-func (r *containerRuntime) finishStep(c *libcontainer.Container, spec *StepSpec, cgPaths map[string]string, tasks []TaskResult, notice *os.File, multi bool) Result {
+// its container and results file. peakKB is the largest task's memory
+// high-water mark, for a cgroup that keeps none.
+func (r *containerRuntime) finishStep(c *libcontainer.Container, spec *StepSpec, cgPaths map[string]string, tasks []TaskResult, peakKB int64, notice *os.File, multi bool) Result {
 	var res Result
 	sumTasks(&res, tasks, multi)
 	// Each step's cgroup is its own and new (New removes leftovers), so
@@ -828,6 +831,11 @@ func (r *containerRuntime) finishStep(c *libcontainer.Container, spec *StepSpec,
 		notice.Close()
 	}
 	res.Usage = cgroupUsage(cgPaths, r.v2)
+	if res.Usage.MaxRSSKB == 0 {
+		// cgroup v2 before Linux 5.19 keeps no memory.peak: the largest
+		// task's own, as plain steps report it.
+		res.Usage.MaxRSSKB = peakKB
+	}
 	if err := c.Destroy(); err != nil {
 		res.Err = fmt.Errorf("clean up step %s: %w", spec.ID, err)
 	}

@@ -303,7 +303,7 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 		}
 		k.end()
 		n := max(ntasks, 1)
-		tasks, end := readResults(r.resultPath(key), n)
+		tasks, end, peakKB := readResults(r.resultPath(key), n)
 		if s.reio != nil {
 			s.reio.deliver(tasks)
 		}
@@ -326,7 +326,7 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 			cgPaths = st.CgroupPaths
 		}
 		spec := StepSpec{ID: id, Job: lab[labelJob]}
-		res := r.finishStep(c, &spec, cgPaths, tasks, notice, ntasks > 0)
+		res := r.finishStep(c, &spec, cgPaths, tasks, peakKB, notice, ntasks > 0)
 		res.Start, res.End = s.start, end
 		e.forget(key, s)
 		s.finish(res)
@@ -335,9 +335,10 @@ func (e *Executor) reattach(c *libcontainer.Container) *Step {
 }
 
 // readResults reads a step's results file: n task ends (a task missing
-// from it was killed with its supervisor: SIGKILL) and when the last was
-// written (now, if never).
-func readResults(path string, n int) ([]TaskResult, time.Time) {
+// from it was killed with its supervisor: SIGKILL), when the last was
+// written (now, if never), and the largest task's memory high-water mark.
+func readResults(path string, n int) ([]TaskResult, time.Time, int64) {
+	var peakKB int64
 	tasks := make([]TaskResult, n)
 	got := make([]bool, n)
 	end := time.Now()
@@ -352,6 +353,7 @@ func readResults(path string, n int) ([]TaskResult, time.Time) {
 				continue
 			}
 			tasks[ev.Task] = TaskResult{ExitCode: ev.Exit, Signal: ev.Signal}
+			peakKB = max(peakKB, ev.MaxRSSKB)
 			got[ev.Task] = true
 		}
 		f.Close()
@@ -361,5 +363,5 @@ func readResults(path string, n int) ([]TaskResult, time.Time) {
 			tasks[i] = TaskResult{Signal: int(unix.SIGKILL)}
 		}
 	}
-	return tasks, end
+	return tasks, end, peakKB
 }

@@ -88,7 +88,11 @@ type supEvent struct {
 	End     bool   `json:"end,omitempty"`
 	Exit    int    `json:"exit,omitempty"`
 	Signal  int    `json:"signal,omitempty"`
-	Done    bool   `json:"done,omitempty"`
+	// MaxRSSKB is the ended task's memory high-water mark (its rusage):
+	// what MaxRSS falls back on where a cgroup v2 kernel has no
+	// memory.peak (before Linux 5.19).
+	MaxRSSKB int64 `json:"maxrss_kb,omitempty"`
+	Done     bool  `json:"done,omitempty"`
 }
 
 // supervise is the supervisor's main; it never returns.
@@ -210,7 +214,8 @@ func supervise() {
 	goAhead.Close()
 	for left := len(pids); left > 0; {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		var ru unix.Rusage
+		pid, err := unix.Wait4(-1, &ws, 0, &ru)
 		if err == unix.EINTR {
 			continue
 		}
@@ -223,7 +228,7 @@ func supervise() {
 		}
 		delete(task, pid)
 		left--
-		ev := supEvent{Task: i, End: true}
+		ev := supEvent{Task: i, End: true, MaxRSSKB: ru.Maxrss}
 		if ws.Signaled() {
 			ev.Signal = int(ws.Signal())
 		} else {

@@ -4,6 +4,9 @@ package exec
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -103,5 +106,27 @@ func TestSupTaskEnds(t *testing.T) {
 				t.Errorf("error %v, want a malformed report with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// The results file carries each ended task's memory high-water mark; the
+// largest is the step's MaxRSS where the cgroup keeps none (cgroup v2
+// before Linux 5.19 has no memory.peak).
+func TestReadResultsPeak(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results")
+	lines := `{"task":0,"end":true,"exit":3,"maxrss_kb":2048}
+{"task":1,"end":true,"signal":9,"maxrss_kb":40960}
+{"done":true,"task":0}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tasks, _, peak := readResults(path, 3)
+	if peak != 40960 {
+		t.Errorf("peak %d KB, want 40960", peak)
+	}
+	want := []TaskResult{{ExitCode: 3}, {Signal: 9}, {Signal: 9}} // task 2 never ended: SIGKILL
+	if !reflect.DeepEqual(tasks, want) {
+		t.Errorf("tasks %+v, want %+v", tasks, want)
 	}
 }
