@@ -137,6 +137,11 @@ func TestControllerOnlyHost(t *testing.T) {
 	l.start("node1")
 	l.start("node2")
 	st := l.status("node1", map[string]string{"ctl1": api.RoleLeader})
+	// A new leader's first entry commits a moment after it is elected.
+	for deadline := time.Now().Add(10 * time.Second); st.Controllers[0].CommitIndex == 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		st = l.status("node1", map[string]string{"ctl1": api.RoleLeader})
+	}
 	if st.Leader != "ctl1" || st.RaftState != "Agent (not a controller)" || !slices.Equal(st.Voters, []string{"ctl1"}) {
 		t.Errorf("node1's status: leader %q, its state %q, voters %v", st.Leader, st.RaftState, st.Voters)
 	}

@@ -31,6 +31,7 @@ var qemuChecks = []string{
 	"no-cgroup-left",  // hpc down leaves no cgroup under /sys/fs/cgroup/hpc
 	"gpu-devices",     // --gres=gpu:1 opens its device, is refused the other, even by mknod
 	"no-cgroup-left-gpu",
+	"unprivileged", // alice's own lab: plain processes, said by hpc status; her job as uid 1000
 }
 
 // qemuRequireEnv, when set (CI sets it), fails the test where it would

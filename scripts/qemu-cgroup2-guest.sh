@@ -158,8 +158,8 @@ else
 fi
 
 t0=$(now)
-if up=$(hpc up --nodes 1 2>&1) && st=$(hpc status 2>&1) && echo "$st" | grep -q 'containers (libcontainer, cgroup v2)'; then
-	check up PASS "hpc up --nodes 1 in $(awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}') s; status: $(echo "$st" | grep -o 'containers (libcontainer, cgroup v2)' | head -n1)"
+if up=$(hpc up --nodes 1 2>&1) && st=$(hpc status 2>&1) && echo "$st" | grep -q 'containers (libcontainer, cgroup v2'; then
+	check up PASS "hpc up --nodes 1 in $(awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}') s; status: $(echo "$st" | grep -o 'containers (libcontainer, cgroup v2[^)]*)' | head -n1)"
 	sacctmgr -i add user alice account=root >/tmp/sacctmgr.out 2>&1 || cat /tmp/sacctmgr.out
 else
 	check up FAIL "$(echo "$up" "$st" | tr '\n' ';')"
@@ -316,6 +316,36 @@ else
 	check gpu-devices FAIL "no /dev/net/tun or /dev/fuse to borrow device numbers from (tun.ko, fuse.ko)"
 fi
 no_cgroups no-cgroup-left-gpu
+
+# The same binary, unprivileged: alice's own lab runs her jobs as plain
+# processes of hers (no containers, no cgroup limits without root), and
+# hpc status says so.
+alab="HPC_DIR=/home/alice/lab"
+if as alice "$alab hpc up --nodes 1 >/tmp/alice-up.out 2>&1"; then
+	steps=$(as alice "$alab hpc status" 2>&1 | grep '^Steps:')
+	id=$(as alice "$alab sbatch --parsable --wrap 'id -u'")
+	deadline=$(($(now | cut -d. -f1) + 120))
+	st=
+	while [ "$(now | cut -d. -f1)" -lt "$deadline" ]; do
+		st=$(as alice "$alab sacct -j $id -X -n -P -o State" 2>/dev/null | head -n1)
+		case $st in COMPLETED | FAILED | CANCELLED* | NODE_FAIL) break ;; esac
+		sleep 0.5
+	done
+	out=$(cat "/home/alice/slurm-$id.out" 2>/dev/null)
+	case $steps in
+	*"plain processes"*)
+		if [ "$st" = COMPLETED ] && [ "$out" = 1000 ]; then
+			check unprivileged PASS "job $id $st as uid $out; $steps"
+		else
+			check unprivileged FAIL "job $id $st output '$out'; $steps"
+		fi
+		;;
+	*) check unprivileged FAIL "status does not say plain processes: '$steps'" ;;
+	esac
+	as alice "$alab hpc down" >/dev/null 2>&1
+else
+	check unprivileged FAIL "hpc up as alice: $(tail -n 3 /tmp/alice-up.out | tr '\n' ';')"
+fi
 
 [ "$failed" = 0 ] || dump_log
 echo "HPC-GUEST done at $(now) s"

@@ -27,7 +27,7 @@ vm_timeout=${HPC_QEMU_TIMEOUT:-240}
 SKIP=77
 
 # The checks the guest reports, in its order.
-checks=(cgroup2 up root-container alice-container oom maxrss cpu-quota cpu-two no-cgroup-left gpu-devices no-cgroup-left-gpu)
+checks=(cgroup2 up root-container alice-container oom maxrss cpu-quota cpu-two no-cgroup-left gpu-devices no-cgroup-left-gpu unprivileged)
 
 say() { echo "qemu-cgroup2: $*" >&2; }
 
