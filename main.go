@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -29,6 +30,13 @@ func main() {
 	// Run from a job's task (srun in a batch script), this binary is a
 	// helper of the job, not its work: the OOM killer should not prefer it.
 	exec.ResetOOMScoreAdj()
+	if len(os.Args) < 2 || os.Args[1] != "daemon" {
+		// A command runs for a moment: collecting garbage as it goes is
+		// mostly wasted (decoding a long job list took several cycles);
+		// its heap stays small whatever it does. The daemon keeps Go's
+		// default.
+		debug.SetGCPercent(400)
+	}
 	os.Exit(commands.Run(os.Args, daemonCommand()))
 }
 

@@ -250,6 +250,9 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identit
 		return true
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if a := r.Header.Get("Accept"); a != "" {
+		req.Header.Set("Accept", a) // a list may come back in gob
+	}
 	req.Header.Set(hdrHops, strconv.Itoa(hops+1))
 	peer.Sign(d.o.Key, req, id, body)
 	resp, err := d.peers.HTTP.Do(req)
@@ -258,7 +261,11 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identit
 		return true
 	}
 	defer resp.Body.Close()
-	w.Header().Set("Content-Type", "application/json")
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
 	return true
@@ -393,7 +400,7 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 	for i := range out.Jobs {
 		d.view.overlay(&out.Jobs[i])
 	}
-	peer.WriteJSON(w, out)
+	peer.WriteList(w, r, out)
 }
 
 func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
@@ -509,7 +516,7 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Iden
 		}
 		out.Rows = append(out.Rows, r)
 	}
-	peer.WriteJSON(w, out)
+	peer.WriteList(w, r, out)
 }
 
 func acctRow(row accounting.Row) api.AcctRow {

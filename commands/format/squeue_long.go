@@ -230,46 +230,46 @@ func tresPerJob(j api.Job) string {
 // jobSortKeys are the -S letters squeue sorts jobs by, as comparisons
 // (negative: a first). Letters squeue accepts but does not sort by map to
 // nil.
-var jobSortKeys = map[byte]func(a, b api.Job, now time.Time) int{
-	'B': func(a, b api.Job, _ time.Time) int { return strings.Compare(a.BatchHost, b.BatchHost) },
+var jobSortKeys = map[byte]func(a, b *api.Job, now time.Time) int{
+	'B': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.BatchHost, b.BatchHost) },
 	'c': nil,
-	'C': func(a, b api.Job, _ time.Time) int { return cmpInt(jobNumCPUs(a), jobNumCPUs(b)) },
-	'd': func(api.Job, api.Job, time.Time) int { return 0 },
-	'D': func(a, b api.Job, _ time.Time) int { return cmpInt(jobNumNodes(a), jobNumNodes(b)) },
-	'e': func(a, b api.Job, _ time.Time) int { return jobEndTime(a).Compare(jobEndTime(b)) },
+	'C': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumCPUs(*a), jobNumCPUs(*b)) },
+	'd': func(*api.Job, *api.Job, time.Time) int { return 0 },
+	'D': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumNodes(*a), jobNumNodes(*b)) },
+	'e': func(a, b *api.Job, _ time.Time) int { return jobEndTime(*a).Compare(jobEndTime(*b)) },
 	'f': nil,
-	'g': func(a, b api.Job, _ time.Time) int { return strings.Compare(jobGroup(a), jobGroup(b)) },
-	'G': func(a, b api.Job, _ time.Time) int { return cmpInt(int(a.GID), int(b.GID)) },
+	'g': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobGroup(*a), jobGroup(*b)) },
+	'G': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.GID), int(b.GID)) },
 	'h': nil,
-	'H': func(api.Job, api.Job, time.Time) int { return 0 },
-	'i': func(a, b api.Job, _ time.Time) int { return cmpUint(a.ID, b.ID) },
-	'I': func(api.Job, api.Job, time.Time) int { return 0 },
-	'j': func(a, b api.Job, _ time.Time) int { return strings.Compare(a.Spec.Name, b.Spec.Name) },
-	'J': func(api.Job, api.Job, time.Time) int { return 0 },
-	'l': func(a, b api.Job, _ time.Time) int { return cmpUint(limitKey(a), limitKey(b)) },
-	'L': func(a, b api.Job, now time.Time) int { return cmpInt64(timeLeftKey(a, now), timeLeftKey(b, now)) },
-	'm': func(a, b api.Job, _ time.Time) int { return cmpInt64(minMemKey(a), minMemKey(b)) },
-	'M': func(a, b api.Job, now time.Time) int {
-		return cmpInt64(int64(jobRunTime(a, now)), int64(jobRunTime(b, now)))
+	'H': func(*api.Job, *api.Job, time.Time) int { return 0 },
+	'i': func(a, b *api.Job, _ time.Time) int { return cmpUint(a.ID, b.ID) },
+	'I': func(*api.Job, *api.Job, time.Time) int { return 0 },
+	'j': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Name, b.Spec.Name) },
+	'J': func(*api.Job, *api.Job, time.Time) int { return 0 },
+	'l': func(a, b *api.Job, _ time.Time) int { return cmpUint(limitKey(*a), limitKey(*b)) },
+	'L': func(a, b *api.Job, now time.Time) int { return cmpInt64(timeLeftKey(*a, now), timeLeftKey(*b, now)) },
+	'm': func(a, b *api.Job, _ time.Time) int { return cmpInt64(minMemKey(*a), minMemKey(*b)) },
+	'M': func(a, b *api.Job, now time.Time) int {
+		return cmpInt64(int64(jobRunTime(*a, now)), int64(jobRunTime(*b, now)))
 	},
 	'n': nil,
-	'N': func(a, b api.Job, _ time.Time) int { return compareNodeLists(a.NodeNames(), b.NodeNames()) },
+	'N': func(a, b *api.Job, _ time.Time) int { return compareNodeLists(a.NodeNames(), b.NodeNames()) },
 	'O': nil,
-	'p': func(a, b api.Job, _ time.Time) int {
-		return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
+	'p': func(a, b *api.Job, _ time.Time) int {
+		return cmpUint(uint64(BasicPriority(*a)), uint64(BasicPriority(*b)))
 	},
-	'P': func(a, b api.Job, _ time.Time) int { return strings.Compare(a.Spec.Partition, b.Spec.Partition) },
-	'Q': func(a, b api.Job, _ time.Time) int {
-		return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
+	'P': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Partition, b.Spec.Partition) },
+	'Q': func(a, b *api.Job, _ time.Time) int {
+		return cmpUint(uint64(BasicPriority(*a)), uint64(BasicPriority(*b)))
 	},
-	'S': func(a, b api.Job, now time.Time) int { return startKey(a, now).Compare(startKey(b, now)) },
-	't': func(a, b api.Job, _ time.Time) int { return strings.Compare(a.State.Short(), b.State.Short()) },
-	'T': func(a, b api.Job, _ time.Time) int { return strings.Compare(string(a.State), string(b.State)) },
-	'u': func(a, b api.Job, _ time.Time) int { return strings.Compare(jobUser(a), jobUser(b)) },
-	'U': func(a, b api.Job, _ time.Time) int { return cmpInt(int(a.UID), int(b.UID)) },
-	'v': func(api.Job, api.Job, time.Time) int { return 0 },
-	'V': func(a, b api.Job, _ time.Time) int { return a.SubmitTime.Compare(b.SubmitTime) },
-	'z': func(api.Job, api.Job, time.Time) int { return 0 },
+	'S': func(a, b *api.Job, now time.Time) int { return startKey(*a, now).Compare(startKey(*b, now)) },
+	't': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.State.Short(), b.State.Short()) },
+	'T': func(a, b *api.Job, _ time.Time) int { return strings.Compare(string(a.State), string(b.State)) },
+	'u': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobUser(*a), jobUser(*b)) },
+	'U': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.UID), int(b.UID)) },
+	'v': func(*api.Job, *api.Job, time.Time) int { return 0 },
+	'V': func(a, b *api.Job, _ time.Time) int { return a.SubmitTime.Compare(b.SubmitTime) },
+	'z': func(*api.Job, *api.Job, time.Time) int { return 0 },
 }
 
 func cmpInt(a, b int) int {
@@ -408,20 +408,35 @@ func SortJobsBy(jobs []api.Job, spec string, now time.Time) {
 		spec = "P,t,-p"
 	}
 	keys, _ := parseSort(spec)
-	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
-	sort.SliceStable(jobs, func(a, b int) bool { return startKey(jobs[a], now).After(startKey(jobs[b], now)) })
+	// Sorted as pointers, then put in order once: a job is a kilobyte, and
+	// the passes below would move each many times.
+	ps := make([]*api.Job, len(jobs))
+	for i := range jobs {
+		ps[i] = &jobs[i]
+	}
+	sort.SliceStable(ps, func(a, b int) bool { return ps[a].ID < ps[b].ID })
+	starts := make(map[*api.Job]time.Time, len(ps))
+	for _, p := range ps {
+		starts[p] = startKey(*p, now)
+	}
+	sort.SliceStable(ps, func(a, b int) bool { return starts[ps[a]].After(starts[ps[b]]) })
 	for i := len(keys) - 1; i >= 0; i-- {
 		k := keys[i]
 		cmp := jobSortKeys[k.letter]
 		if cmp == nil {
 			continue
 		}
-		sort.SliceStable(jobs, func(a, b int) bool {
-			c := cmp(jobs[a], jobs[b], now)
+		sort.SliceStable(ps, func(a, b int) bool {
+			c := cmp(ps[a], ps[b], now)
 			if k.reverse {
 				c = -c
 			}
 			return c < 0
 		})
 	}
+	sorted := make([]api.Job, len(ps))
+	for i, p := range ps {
+		sorted[i] = *p
+	}
+	copy(jobs, sorted)
 }
