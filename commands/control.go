@@ -527,7 +527,7 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 		if hasVal && !arrayMember(j, id, task) {
 			continue
 		}
-		fmt.Fprint(s.e.Stdout, format.ShowJob(j, now, s.oneLiner, s.details))
+		fmt.Fprint(s.e.Stdout, format.ShowJob(&j, now, s.oneLiner, s.details))
 		printed++
 	}
 	if printed == 0 && !s.quiet {
@@ -566,7 +566,7 @@ func arrayMember(j api.Job, id uint64, task string) bool {
 		return false
 	}
 	n, err := strconv.Atoi(task)
-	return err == nil && format.ArrayTaskMatch(j, n)
+	return err == nil && format.ArrayTaskMatch(&j, n)
 }
 
 // loadJobs gets the job list, reporting a failure as scontrol does.
@@ -638,7 +638,7 @@ func (s *scontrol) showSteps(val string, hasVal bool) {
 		if hasVal && (!arrayMember(j, id, task) || (step != "" && st.ID != step)) {
 			continue
 		}
-		fmt.Fprint(s.e.Stdout, format.ShowStep(j, st, s.oneLiner))
+		fmt.Fprint(s.e.Stdout, format.ShowStep(&j, st, s.oneLiner))
 		printed++
 	}
 	if printed > 0 {
@@ -675,7 +675,7 @@ func (s *scontrol) completing() {
 	now := s.e.Now()
 	for _, j := range jobs {
 		if j.State == api.StateCompleting {
-			fmt.Fprint(s.e.Stdout, format.CompletingJob(j, resp.Nodes, now))
+			fmt.Fprint(s.e.Stdout, format.CompletingJob(&j, resp.Nodes, now))
 		}
 	}
 }

@@ -375,10 +375,10 @@ func (p *squeueParams) show(e *Env, prog string) int {
 		fmt.Fprintf(e.Stderr, "%s: %s\n", load, api.ErrInvalidJobID)
 		return 1
 	}
-	var out []api.Job
-	for _, j := range jobs {
-		if p.match(j) {
-			out = append(out, j)
+	out := jobs[:0] // filtered in place: a job is a kilobyte
+	for i := range jobs {
+		if p.match(jobs[i]) {
+			out = append(out, jobs[i])
 		}
 	}
 	fmt.Fprint(e.Stdout, format.Squeue(out, now, format.SqueueOptions{
@@ -542,7 +542,7 @@ func (r jobRef) matches(j api.Job) bool {
 	if r.task < 0 {
 		return j.ID == r.id || j.ArrayJobID == r.id
 	}
-	return j.ArrayJobID == r.id && format.ArrayTaskMatch(j, r.task)
+	return j.ArrayJobID == r.id && format.ArrayTaskMatch(&j, r.task)
 }
 
 func anyRef(refs []jobRef, j api.Job) bool {

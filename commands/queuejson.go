@@ -30,7 +30,7 @@ func squeueData(jobs []api.Job, cluster string, loadErr error) jobj {
 			{"error", msg}, {"source", "slurm_load_jobs"}})
 	}
 	for _, j := range format.CollapseArrays(jobs) {
-		list = append(list, format.JobObject(j, cluster))
+		list = append(list, format.JobObject(&j, cluster))
 	}
 	return jobj{{"meta", format.OpenAPIMeta(openAPIPlugin, openAPIName)}, {"errors", errs}, {"jobs", list}}
 }

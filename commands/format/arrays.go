@@ -100,7 +100,7 @@ func CollapseArrays(jobs []api.Job) []api.Job {
 }
 
 // arrayThrottle is the array's %N limit, 0 without one.
-func arrayThrottle(j api.Job) int {
+func arrayThrottle(j *api.Job) int {
 	if _, lim, err := jobspec.ParseArray(j.Spec.Array); err == nil {
 		return lim
 	}
@@ -112,7 +112,7 @@ func arrayThrottle(j api.Job) int {
 // more than 10, otherwise ranges ("0-3,7"), cut to SLURM_BITSTR_LEN
 // characters (64 by default, "..." marking the cut), then "%N" for a
 // throttle.
-func arrayTaskString(j api.Job) string {
+func arrayTaskString(j *api.Job) string {
 	ids, _, _ := jobspec.ParseArray(j.ArrayTasks)
 	s := steppedRange(ids)
 	if s == "" {
@@ -169,7 +169,7 @@ func IntRanges(v []int) string {
 
 // ArrayTaskMatch reports whether record j (possibly an array's record)
 // stands for task task of its array.
-func ArrayTaskMatch(j api.Job, task int) bool {
+func ArrayTaskMatch(j *api.Job, task int) bool {
 	if j.ArrayTasks == "" {
 		return j.ArrayJobID != 0 && j.ArrayTaskID == task
 	}

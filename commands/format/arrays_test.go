@@ -29,10 +29,10 @@ func TestArrayTaskString(t *testing.T) {
 	} {
 		t.Setenv("SLURM_BITSTR_LEN", c.env)
 		j := api.Job{ID: 7, ArrayJobID: 7, ArrayTasks: c.tasks, Spec: api.JobSpec{Array: c.spec}}
-		if got := arrayTaskString(j); got != c.want {
+		if got := arrayTaskString(&j); got != c.want {
 			t.Errorf("%s (%s, SLURM_BITSTR_LEN=%q): %q, want %q", c.tasks, c.spec, c.env, got, c.want)
 		}
-		if got := jobID(j); got != "7_["+c.want+"]" {
+		if got := jobID(&j); got != "7_["+c.want+"]" {
 			t.Errorf("jobID: %q", got)
 		}
 	}

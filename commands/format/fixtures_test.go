@@ -122,10 +122,10 @@ func busyJobs() []api.Job {
 	}
 }
 
-func findJob(jobs []api.Job, id uint64) api.Job {
-	for _, j := range jobs {
-		if j.ID == id {
-			return j
+func findJob(jobs []api.Job, id uint64) *api.Job {
+	for i := range jobs {
+		if jobs[i].ID == id {
+			return &jobs[i]
 		}
 	}
 	panic("no job " + strconv.FormatUint(id, 10))

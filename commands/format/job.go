@@ -22,7 +22,7 @@ const basicPriorityTop = 0xFFFF0000
 // 4294901760 minus the job id (job 15 → 4294901745), and 0 for a job held
 // by its user or an administrator. When the controller gives the job a
 // priority (api.Job.Priority), that is used instead.
-func BasicPriority(j api.Job) uint32 {
+func BasicPriority(j *api.Job) uint32 {
 	if isHeld(j) {
 		return 0
 	}
@@ -35,13 +35,13 @@ func BasicPriority(j api.Job) uint32 {
 	return uint32(basicPriorityTop - j.ID)
 }
 
-func isHeld(j api.Job) bool {
+func isHeld(j *api.Job) bool {
 	return j.State == api.StatePending && (j.Hold != "" || j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin")
 }
 
 // expectedStart is when a pending job is expected to start, as the
 // controller's last scheduling pass saw it (zero when unknown).
-func expectedStart(j api.Job) time.Time {
+func expectedStart(j *api.Job) time.Time {
 	if j.State == api.StatePending {
 		return j.ExpectedStart
 	}
@@ -50,7 +50,7 @@ func expectedStart(j api.Job) time.Time {
 
 // notEligible reports whether a pending job is not yet eligible to run
 // (Slurm prints EligibleTime=Unknown and AccrueTime=Unknown for it).
-func notEligible(j api.Job) bool {
+func notEligible(j *api.Job) bool {
 	if j.State != api.StatePending {
 		return false
 	}
@@ -61,7 +61,7 @@ func notEligible(j api.Job) bool {
 	return false
 }
 
-func jobID(j api.Job) string {
+func jobID(j *api.Job) string {
 	if j.ArrayTasks != "" {
 		return strconv.FormatUint(j.ArrayJobID, 10) + "_[" + arrayTaskString(j) + "]"
 	}
@@ -72,7 +72,7 @@ func jobID(j api.Job) string {
 }
 
 // jobTasks is the task count: -n, else one per requested node, else 1.
-func jobTasks(j api.Job) int {
+func jobTasks(j *api.Job) int {
 	if j.Spec.NTasks > 0 {
 		return j.Spec.NTasks
 	}
@@ -82,7 +82,7 @@ func jobTasks(j api.Job) int {
 	return 1
 }
 
-func jobCPUsPerTask(j api.Job) int {
+func jobCPUsPerTask(j *api.Job) int {
 	if j.Spec.CPUsPerTask > 0 {
 		return j.Spec.CPUsPerTask
 	}
@@ -90,7 +90,7 @@ func jobCPUsPerTask(j api.Job) int {
 }
 
 // jobNumCPUs is the allocated CPU count, or the requested one while pending.
-func jobNumCPUs(j api.Job) int {
+func jobNumCPUs(j *api.Job) int {
 	if len(j.Alloc) > 0 {
 		return j.AllocCPUs()
 	}
@@ -98,7 +98,7 @@ func jobNumCPUs(j api.Job) int {
 }
 
 // jobNumNodes is the allocated node count, or the requested one.
-func jobNumNodes(j api.Job) int {
+func jobNumNodes(j *api.Job) int {
 	if len(j.Alloc) > 0 {
 		return len(j.Alloc)
 	}
@@ -110,7 +110,7 @@ func jobNumNodes(j api.Job) int {
 
 // jobMemMB is the job's total memory: the allocation's, else what it asked
 // for (per node times nodes, or DefMemPerCPU per CPU).
-func jobMemMB(j api.Job) int64 {
+func jobMemMB(j *api.Job) int64 {
 	var sum int64
 	for _, a := range j.Alloc {
 		sum += a.MemMB
@@ -128,13 +128,13 @@ func jobMemMB(j api.Job) int64 {
 }
 
 // jobStarted reports whether the job has a start time and is past pending.
-func jobStarted(j api.Job) bool {
+func jobStarted(j *api.Job) bool {
 	return j.State != api.StatePending && !j.StartTime.IsZero()
 }
 
 // jobRunTime is how long the job has run: 0 while pending, now-start while
 // running, end-start once it ended (now-start if the end is not yet known).
-func jobRunTime(j api.Job, now time.Time) time.Duration {
+func jobRunTime(j *api.Job, now time.Time) time.Duration {
 	if !jobStarted(j) {
 		return 0
 	}
@@ -151,7 +151,7 @@ func jobRunTime(j api.Job, now time.Time) time.Duration {
 
 // jobEndTime is the recorded end, or for a started job without one the
 // start plus its time limit (Slurm's expected end); zero when unknown.
-func jobEndTime(j api.Job) time.Time {
+func jobEndTime(j *api.Job) time.Time {
 	if !j.EndTime.IsZero() {
 		return j.EndTime
 	}
@@ -162,21 +162,21 @@ func jobEndTime(j api.Job) time.Time {
 }
 
 // jobReason is the job's reason, "None" when it has none.
-func jobReason(j api.Job) string {
+func jobReason(j *api.Job) string {
 	if j.Reason == "" {
 		return api.ReasonNone
 	}
 	return j.Reason
 }
 
-func jobUser(j api.Job) string {
+func jobUser(j *api.Job) string {
 	if j.User != "" {
 		return j.User
 	}
 	return strconv.FormatUint(uint64(j.UID), 10)
 }
 
-func jobGroup(j api.Job) string {
+func jobGroup(j *api.Job) string {
 	if j.Group != "" {
 		return j.Group
 	}
@@ -185,7 +185,7 @@ func jobGroup(j api.Job) string {
 
 // jobStdOut is the expanded output path, or Slurm's default
 // <workdir>/slurm-<id>.out.
-func jobStdOut(j api.Job) string {
+func jobStdOut(j *api.Job) string {
 	if j.StdOut != "" {
 		return j.StdOut
 	}
@@ -196,16 +196,16 @@ func jobStdOut(j api.Job) string {
 	if j.Spec.WorkDir == "" {
 		def = "./" + def
 	}
-	return jobspec.ExpandPath(j.Spec.Output, &j, def)
+	return jobspec.ExpandPath(j.Spec.Output, j, def)
 }
 
 // jobStdErr is the expanded error path; without one it goes where output goes.
-func jobStdErr(j api.Job) string {
+func jobStdErr(j *api.Job) string {
 	if j.StdErr != "" {
 		return j.StdErr
 	}
 	if j.StdOut == "" && j.Spec.Error != "" {
-		return jobspec.ExpandPath(j.Spec.Error, &j, "")
+		return jobspec.ExpandPath(j.Spec.Error, j, "")
 	}
 	return jobStdOut(j)
 }
@@ -216,7 +216,7 @@ func exitPair(code, sig int) string {
 }
 
 // jobAccount is the job's account: the controller's, else the one asked for.
-func jobAccount(j api.Job) string {
+func jobAccount(j *api.Job) string {
 	if j.Account != "" {
 		return j.Account
 	}
@@ -224,7 +224,7 @@ func jobAccount(j api.Job) string {
 }
 
 // jobQOS is the QOS asked for, "normal" by default.
-func jobQOS(j api.Job) string {
+func jobQOS(j *api.Job) string {
 	if j.Spec.QOS != "" {
 		return j.Spec.QOS
 	}
@@ -234,7 +234,7 @@ func jobQOS(j api.Job) string {
 // overSubscribe is squeue's OVER_SUBSCRIBE and scontrol's OverSubscribe
 // for a job: OK by default, NO for --exclusive, USER or MCS for those
 // kinds of --exclusive, YES for --exclusive=oversubscribe.
-func overSubscribe(j api.Job) string {
+func overSubscribe(j *api.Job) string {
 	switch j.Spec.Exclusive {
 	case "exclusive":
 		return "NO"
@@ -254,7 +254,7 @@ func overSubscribe(j api.Job) string {
 // the dependencies still outstanding: "afterok:15(unfulfilled)",
 // "afterany:12(unfulfilled)?afterok:13(unfulfilled)"; "(failed)" when it
 // can never be satisfied.
-func dependencyString(j api.Job) string {
+func dependencyString(j *api.Job) string {
 	if j.Spec.Dependency == "" || j.State != api.StatePending {
 		return "(null)"
 	}
@@ -286,7 +286,7 @@ func dependencyString(j api.Job) string {
 }
 
 // arrayJobID is squeue's ARRAY_JOB_ID: the array's id, or a plain job's.
-func arrayJobID(j api.Job) string {
+func arrayJobID(j *api.Job) string {
 	if j.ArrayJobID != 0 {
 		return strconv.FormatUint(j.ArrayJobID, 10)
 	}
@@ -295,7 +295,7 @@ func arrayJobID(j api.Job) string {
 
 // arrayTaskID is squeue's ARRAY_TASK_ID: the task, the tasks of an
 // array's record, or N/A.
-func arrayTaskID(j api.Job) string {
+func arrayTaskID(j *api.Job) string {
 	switch {
 	case j.ArrayTasks != "":
 		return arrayTaskString(j)

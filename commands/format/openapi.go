@@ -77,7 +77,7 @@ func OpenAPIMeta(plugin, name string) Obj {
 
 // jobEligible is when a job became (or becomes) eligible; zero while a
 // dependency or hold keeps it from being so.
-func jobEligible(j api.Job) time.Time {
+func jobEligible(j *api.Job) time.Time {
 	if notEligible(j) {
 		return time.Time{}
 	}
@@ -89,7 +89,7 @@ func jobEligible(j api.Job) time.Time {
 
 // jobStartEnd are the start and end times scontrol shows: the real ones,
 // or a pending job's expected ones.
-func jobStartEnd(j api.Job) (time.Time, time.Time) {
+func jobStartEnd(j *api.Job) (time.Time, time.Time) {
 	start, end := time.Time{}, jobEndTime(j)
 	switch {
 	case jobStarted(j):
@@ -105,7 +105,7 @@ func jobStartEnd(j api.Job) (time.Time, time.Time) {
 
 // jobShared is job_info's shared as the plugin names it: null when the
 // job asked for nothing.
-func jobShared(j api.Job) any {
+func jobShared(j *api.Job) any {
 	switch j.Spec.Exclusive {
 	case "exclusive":
 		return "none"
@@ -120,7 +120,7 @@ func jobShared(j api.Job) any {
 // jobArrayFields are array_job_id .. array_task_string: a task's ids, the
 // pending tasks of an array's record ("0-7", "1,3%2"), or a plain job's
 // (0, null).
-func jobArrayFields(j api.Job) Obj {
+func jobArrayFields(j *api.Job) Obj {
 	var task, str any = nil, Unset{}
 	var throttle int64
 	switch {
@@ -137,7 +137,7 @@ func jobArrayFields(j api.Job) Obj {
 
 // jobResources is the job_resources object of a job holding nodes: each
 // node's CPUs as cores of socket 0 (hpc models a node as one socket).
-func jobResources(j api.Job) Obj {
+func jobResources(j *api.Job) Obj {
 	nodes := []any{}
 	cpus := 0
 	for _, a := range j.Alloc {
@@ -163,7 +163,7 @@ func jobResources(j api.Job) Obj {
 
 // jobMemFields are memory_per_node and memory_per_cpu: what the job asked
 // for, else DefMemPerCPU per CPU, as slurmctld fills it in.
-func jobMemFields(j api.Job) Obj {
+func jobMemFields(j *api.Job) Obj {
 	var node, cpu any = nil, int64(DefMemPerCPU)
 	switch {
 	case j.Spec.MemPerNodeMB > 0:
@@ -175,7 +175,7 @@ func jobMemFields(j api.Job) Obj {
 }
 
 // jobStd are standard_error, _input and _output: a batch job's paths.
-func jobStd(j api.Job) Obj {
+func jobStd(j *api.Job) Obj {
 	if !j.HasScript() {
 		return Obj{{"standard_error", Unset{}}, {"standard_input", Unset{}}, {"standard_output", Unset{}}}
 	}
@@ -185,7 +185,7 @@ func jobStd(j api.Job) Obj {
 // JobObject is one job of openapi/v0.0.38's jobs answer (dump_job_info),
 // cluster the cluster's name. Scripts and environments are not part of
 // it.
-func JobObject(j api.Job, cluster string) Obj {
+func JobObject(j *api.Job, cluster string) Obj {
 	started := jobStarted(j)
 	cpus := jobNumCPUs(j)
 	start, end := jobStartEnd(j)

@@ -47,7 +47,7 @@ func (r *record) end(oneLiner bool) string {
 
 // jobIDLine is the first line of scontrol show job: the ids (an array's
 // too) and the name.
-func jobIDLine(j api.Job) string {
+func jobIDLine(j *api.Job) string {
 	if j.ArrayJobID == 0 {
 		return "JobId=" + jobID(j) + " JobName=" + orNull(j.Spec.Name)
 	}
@@ -63,7 +63,7 @@ func jobIDLine(j api.Job) string {
 // (Nice=0, QOS=normal, Requeue=1, OverSubscribe=OK, ...); Priority is
 // BasicPriority; a pending job's eligibility and accrue times are Unknown
 // while it waits on a dependency or a hold.
-func ShowJob(j api.Job, now time.Time, oneLiner, details bool) string {
+func ShowJob(j *api.Job, now time.Time, oneLiner, details bool) string {
 	r := newRecord(oneLiner)
 	r.add(jobIDLine(j))
 	r.nl()
@@ -484,7 +484,7 @@ func gresOfAlloc(a api.NodeAlloc) string {
 }
 
 // jobGresAlloc is the job's JOB_GRES: the GRES of all its nodes summed.
-func jobGresAlloc(j api.Job) string {
+func jobGresAlloc(j *api.Job) string {
 	count := map[string]int{}
 	var names []string
 	for _, a := range j.Alloc {

@@ -52,7 +52,7 @@ func TestShowJobVariants(t *testing.T) {
 	done.ExitCode, done.Signal = 0, 9
 	done.EndTime = at(4, 59, 59)
 	done.StdErr = "/scratch/err-40.txt"
-	got := ShowJob(done, now, false, false)
+	got := ShowJob(&done, now, false, false)
 	for _, want := range []string{
 		"JobId=40 JobName=train model\n",
 		"   JobState=FAILED Reason=NonZeroExitCode Dependency=(null)\n",
@@ -72,7 +72,7 @@ func TestShowJobVariants(t *testing.T) {
 	wait.Spec.Nodes = 3
 	wait.Spec.CPUsPerTask = 2
 	wait.Spec.Script = "" // an srun/salloc job: no batch script
-	got = ShowJob(wait, now, false, false)
+	got = ShowJob(&wait, now, false, false)
 	for _, want := range []string{
 		"Reason=Nodes_required_for_job_are_DOWN Dependency",
 		"BatchFlag=0",
@@ -92,7 +92,7 @@ func TestShowJobVariants(t *testing.T) {
 	}
 
 	dep := pending(batchJob(42, "after", "debug"), "Dependency")
-	got = ShowJob(dep, now, true, false)
+	got = ShowJob(&dep, now, true, false)
 	if !strings.Contains(got, " EligibleTime=Unknown AccrueTime=Unknown ") {
 		t.Errorf("dependent job is eligible: %s", got)
 	}

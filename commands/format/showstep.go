@@ -13,7 +13,7 @@ import (
 // lays out an srun step's tasks in blocks (Dist=Block) and keeps no srun
 // pid, so SrunHost:Pid is the launching node and 0; a batch step has no
 // srun ("(null):0") and no distribution.
-func ShowStep(j api.Job, s Step, oneLiner bool) string {
+func ShowStep(j *api.Job, s Step, oneLiner bool) string {
 	r := newRecord(oneLiner)
 	id := "StepId=" + s.StepID()
 	if j.ArrayJobID != 0 {
@@ -55,7 +55,7 @@ func ShowStep(j api.Job, s Step, oneLiner bool) string {
 
 // stepOf is the srun step of j whose id is id ("0", "1", ...), or nil
 // (the batch step).
-func stepOf(j api.Job, id string) *api.Step {
+func stepOf(j *api.Job, id string) *api.Step {
 	n, err := strconv.ParseUint(id, 10, 32)
 	if err != nil {
 		return nil
@@ -70,7 +70,7 @@ func stepOf(j api.Job, id string) *api.Step {
 // it ended, how long it has been completing, and its nodes still
 // completing and down. nodes gives the nodes' states. A job whose end hpc
 // has not recorded yet (its nodes are still reporting) ends "now".
-func CompletingJob(j api.Job, nodes []api.Node, now time.Time) string {
+func CompletingJob(j *api.Job, nodes []api.Node, now time.Time) string {
 	end := j.EndTime
 	if end.IsZero() || end.After(now) {
 		end = now

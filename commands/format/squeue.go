@@ -50,50 +50,50 @@ type squeueCol struct {
 	header    string
 	cutHeader bool
 	// value returns the text and whether it may be cut to the width.
-	value func(j api.Job, now time.Time) (string, bool)
+	value func(j *api.Job, now time.Time) (string, bool)
 }
 
 func cut(s string) (string, bool)   { return s, true }
 func nocut(s string) (string, bool) { return s, false }
 
-func constant(s string) func(api.Job, time.Time) (string, bool) {
-	return func(api.Job, time.Time) (string, bool) { return s, true }
+func constant(s string) func(*api.Job, time.Time) (string, bool) {
+	return func(*api.Job, time.Time) (string, bool) { return s, true }
 }
 
 var squeueCols = map[byte]squeueCol{
-	'a': {"ACCOUNT", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(jobAccount(j))) }},
-	'A': {"JOBID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(j.ID, 10)) }},
-	'b': {"TRES_PER_NODE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
-	'B': {"EXEC_HOST", true, func(j api.Job, _ time.Time) (string, bool) {
+	'a': {"ACCOUNT", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(jobAccount(j))) }},
+	'A': {"JOBID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(j.ID, 10)) }},
+	'b': {"TRES_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
+	'B': {"EXEC_HOST", true, func(j *api.Job, _ time.Time) (string, bool) {
 		if j.BatchHost == "" {
 			return cut("n/a")
 		}
 		return cut(j.BatchHost)
 	}},
-	'c': {"MIN_CPUS", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobCPUsPerTask(j))) }},
-	'C': {"CPUS", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumCPUs(j))) }},
+	'c': {"MIN_CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobCPUsPerTask(j))) }},
+	'C': {"CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumCPUs(j))) }},
 	'd': {"MIN_TMP_DISK", true, constant("0")},
-	'D': {"NODES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumNodes(j))) }},
-	'e': {"END_TIME", true, func(j api.Job, _ time.Time) (string, bool) {
+	'D': {"NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumNodes(j))) }},
+	'e': {"END_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
 		if j.Spec.TimeLimitMin < 0 && jobStarted(j) && j.EndTime.IsZero() {
 			return cut("NONE") // no limit, still running
 		}
 		return cut(dateOrNA(jobEndTime(j)))
 	}},
-	'E': {"DEPENDENCY", true, func(j api.Job, _ time.Time) (string, bool) { return cut(dependencyString(j)) }},
-	'f': {"FEATURES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Constraint)) }},
-	'F': {"ARRAY_JOB_ID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(arrayJobID(j)) }},
-	'g': {"GROUP", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobGroup(j)) }},
-	'G': {"GROUP", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.GID), 10)) }},
-	'h': {"OVER_SUBSCRIBE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(overSubscribe(j)) }},
+	'E': {"DEPENDENCY", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(dependencyString(j)) }},
+	'f': {"FEATURES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Constraint)) }},
+	'F': {"ARRAY_JOB_ID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(arrayJobID(j)) }},
+	'g': {"GROUP", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobGroup(j)) }},
+	'G': {"GROUP", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.GID), 10)) }},
+	'h': {"OVER_SUBSCRIBE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(overSubscribe(j)) }},
 	'H': {"SOCKETS_PER_NODE", true, constant("*")},
-	'i': {"JOBID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
+	'i': {"JOBID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
 	'I': {"CORES_PER_SOCKET", true, constant("*")},
-	'j': {"NAME", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Name)) }},
+	'j': {"NAME", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Name)) }},
 	'J': {"THREADS_PER_CORE", true, constant("*")},
 	'k': {"COMMENT", true, constant("(null)")},
-	'K': {"ARRAY_TASK_ID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(arrayTaskID(j)) }},
-	'l': {"TIME_LIMIT", true, func(j api.Job, _ time.Time) (string, bool) {
+	'K': {"ARRAY_TASK_ID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(arrayTaskID(j)) }},
+	'l': {"TIME_LIMIT", true, func(j *api.Job, _ time.Time) (string, bool) {
 		switch {
 		case j.Spec.TimeLimitMin < 0:
 			return cut("UNLIMITED")
@@ -102,7 +102,7 @@ var squeueCols = map[byte]squeueCol{
 		}
 		return nocut(TimeLimit(j.Spec.TimeLimitMin))
 	}},
-	'L': {"TIME_LEFT", true, func(j api.Job, now time.Time) (string, bool) {
+	'L': {"TIME_LEFT", true, func(j *api.Job, now time.Time) (string, bool) {
 		switch {
 		case j.Spec.TimeLimitMin < 0:
 			return cut("UNLIMITED")
@@ -112,24 +112,24 @@ var squeueCols = map[byte]squeueCol{
 		left := j.Spec.TimeLimitMin*60 - int64(jobRunTime(j, now)/time.Second)
 		return nocut(squeueSecs(left))
 	}},
-	'm': {"MIN_MEMORY", true, func(j api.Job, _ time.Time) (string, bool) {
+	'm': {"MIN_MEMORY", true, func(j *api.Job, _ time.Time) (string, bool) {
 		return cut(convertMB(minMemKey(j)))
 	}},
-	'M': {"TIME", true, func(j api.Job, now time.Time) (string, bool) { return nocut(Elapsed(jobRunTime(j, now))) }},
-	'n': {"REQ_NODES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(j.Spec.NodeList) }},
-	'N': {"NODELIST", false, func(j api.Job, _ time.Time) (string, bool) { return nocut(nodeList(j.NodeNames())) }},
+	'M': {"TIME", true, func(j *api.Job, now time.Time) (string, bool) { return nocut(Elapsed(jobRunTime(j, now))) }},
+	'n': {"REQ_NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.Spec.NodeList) }},
+	'N': {"NODELIST", false, func(j *api.Job, _ time.Time) (string, bool) { return nocut(nodeList(j.NodeNames())) }},
 	'o': {"COMMAND", true, constant("(null)")},
 	'O': {"CONTIGUOUS", true, constant("0")},
-	'p': {"PRIORITY", true, func(j api.Job, _ time.Time) (string, bool) {
+	'p': {"PRIORITY", true, func(j *api.Job, _ time.Time) (string, bool) {
 		return cut(fmt.Sprintf("%16.14f", float64(BasicPriority(j))/float64(0xffffffff)))
 	}},
-	'P': {"PARTITION", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Partition)) }},
-	'q': {"QOS", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobQOS(j)) }},
-	'Q': {"PRIORITY", true, func(j api.Job, _ time.Time) (string, bool) {
+	'P': {"PARTITION", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Partition)) }},
+	'q': {"QOS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobQOS(j)) }},
+	'Q': {"PRIORITY", true, func(j *api.Job, _ time.Time) (string, bool) {
 		return cut(strconv.FormatUint(uint64(BasicPriority(j)), 10))
 	}},
-	'r': {"REASON", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobReason(j)) }},
-	'R': {"NODELIST(REASON)", false, func(j api.Job, _ time.Time) (string, bool) {
+	'r': {"REASON", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobReason(j)) }},
+	'R': {"NODELIST(REASON)", false, func(j *api.Job, _ time.Time) (string, bool) {
 		switch j.State {
 		case api.StatePending, api.StateTimeout, api.StateOutOfMemory, api.StateFailed:
 			return cut("(" + jobReason(j) + ")")
@@ -137,31 +137,31 @@ var squeueCols = map[byte]squeueCol{
 		return nocut(nodeList(j.NodeNames()))
 	}},
 	's': {"", true, constant("")}, // select plugin data; cons_tres prints none
-	'S': {"START_TIME", true, func(j api.Job, _ time.Time) (string, bool) {
+	'S': {"START_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
 		if j.State == api.StatePending {
 			return cut(dateOrNA(expectedStart(j)))
 		}
 		return cut(dateOrNA(j.StartTime))
 	}},
-	't': {"ST", true, func(j api.Job, _ time.Time) (string, bool) { return cut(j.State.Short()) }},
-	'T': {"STATE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(string(j.State)) }},
-	'u': {"USER", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobUser(j)) }},
-	'U': {"UID", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.UID), 10)) }},
+	't': {"ST", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.State.Short()) }},
+	'T': {"STATE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(string(j.State)) }},
+	'u': {"USER", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobUser(j)) }},
+	'U': {"UID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.UID), 10)) }},
 	'v': {"RESERVATION", true, constant("(null)")},
-	'V': {"SUBMIT_TIME", true, func(j api.Job, _ time.Time) (string, bool) { return cut(dateOrNA(j.SubmitTime)) }},
+	'V': {"SUBMIT_TIME", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(dateOrNA(j.SubmitTime)) }},
 	'w': {"WCKEY", true, constant("(null)")},
 	'W': {"LICENSES", true, constant("(null)")},
-	'x': {"EXC_NODES", true, func(j api.Job, _ time.Time) (string, bool) { return cut(j.Spec.Exclude) }},
+	'x': {"EXC_NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.Spec.Exclude) }},
 	'X': {"CORE_SPEC", true, constant("N/A")},
 	'y': {"NICE", true, constant("0")},
-	'Y': {"SCHEDNODES", false, func(j api.Job, _ time.Time) (string, bool) {
+	'Y': {"SCHEDNODES", false, func(j *api.Job, _ time.Time) (string, bool) {
 		if j.State == api.StatePending && len(j.SchedNodes) > 0 {
 			return nocut(nodeList(j.SchedNodes))
 		}
 		return nocut("(null)")
 	}},
 	'z': {"S:C:T", true, constant("*:*:*")},
-	'Z': {"WORK_DIR", true, func(j api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.WorkDir)) }},
+	'Z': {"WORK_DIR", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.WorkDir)) }},
 }
 
 // ParseSqueueFormat reads a squeue -o/--format string such as
@@ -281,9 +281,7 @@ func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
 		}
 		b.WriteString("\n")
 	}
-	sorted := append([]api.Job(nil), jobs...)
-	SortJobsBy(sorted, o.Sort, now)
-	for _, j := range sorted {
+	for _, j := range sortedJobs(jobs, o.Sort, now) {
 		for _, f := range fields {
 			if c, ok := f.column(); ok {
 				v, cut := c.value(j, now)

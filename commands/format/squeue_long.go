@@ -32,33 +32,33 @@ var squeueAliases = map[string]byte{
 // and the fields that only -O has.
 var squeueLongCols = func() map[string]squeueCol {
 	m := map[string]squeueCol{
-		"numtasks": {"TASKS", true, func(j api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobTasks(j))) }},
-		"cpus-per-task": {"CPUS_PER_TASK", true, func(j api.Job, _ time.Time) (string, bool) {
+		"numtasks": {"TASKS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobTasks(j))) }},
+		"cpus-per-task": {"CPUS_PER_TASK", true, func(j *api.Job, _ time.Time) (string, bool) {
 			return cut(strconv.Itoa(jobCPUsPerTask(j)))
 		}},
-		"stdout":    {"STDOUT", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobStdOut(j)) }},
-		"stderr":    {"STDERR", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobStdErr(j)) }},
-		"stdin":     {"STDIN", true, func(j api.Job, _ time.Time) (string, bool) { return cut(jobStdIn(j)) }},
-		"exit_code": {"EXIT_CODE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(exitPair(j.ExitCode, j.Signal)) }},
-		"eligibletime": {"ELIGIBLE_TIME", true, func(j api.Job, _ time.Time) (string, bool) {
+		"stdout":    {"STDOUT", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobStdOut(j)) }},
+		"stderr":    {"STDERR", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobStdErr(j)) }},
+		"stdin":     {"STDIN", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobStdIn(j)) }},
+		"exit_code": {"EXIT_CODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(exitPair(j.ExitCode, j.Signal)) }},
+		"eligibletime": {"ELIGIBLE_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if notEligible(j) {
 				return cut("N/A")
 			}
 			return cut(dateOrNA(j.SubmitTime))
 		}},
-		"accruetime": {"ACCRUE_TIME", true, func(j api.Job, _ time.Time) (string, bool) {
+		"accruetime": {"ACCRUE_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if notEligible(j) {
 				return cut("N/A")
 			}
 			return cut(dateOrNA(j.SubmitTime))
 		}},
-		"lastschedeval": {"LAST_SCHED_EVAL", true, func(j api.Job, _ time.Time) (string, bool) {
+		"lastschedeval": {"LAST_SCHED_EVAL", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if jobStarted(j) {
 				return cut(dateOrNA(j.StartTime))
 			}
 			return cut(dateOrNA(j.SubmitTime))
 		}},
-		"pendingtime": {"PENDING_TIME", true, func(j api.Job, now time.Time) (string, bool) {
+		"pendingtime": {"PENDING_TIME", true, func(j *api.Job, now time.Time) (string, bool) {
 			end := now
 			if jobStarted(j) {
 				end = j.StartTime
@@ -66,46 +66,46 @@ var squeueLongCols = func() map[string]squeueCol {
 			secs := int64(end.Sub(j.SubmitTime) / time.Second)
 			return cut(strconv.FormatInt(max(secs, 0), 10))
 		}},
-		"batchflag": {"BATCH_FLAG", true, func(j api.Job, _ time.Time) (string, bool) {
+		"batchflag": {"BATCH_FLAG", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if j.HasScript() {
 				return cut("1")
 			}
 			return cut("0")
 		}},
-		"requeue": {"REQUEUE", true, func(j api.Job, _ time.Time) (string, bool) {
+		"requeue": {"REQUEUE", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if j.Spec.Requeue != nil && !*j.Spec.Requeue {
 				return cut("0")
 			}
 			return cut("1")
 		}},
 		"restartcnt": {"RESTART_COUNT", true, constant("0")},
-		"maxnodes": {"MAX_NODES", true, func(j api.Job, _ time.Time) (string, bool) {
+		"maxnodes": {"MAX_NODES", true, func(j *api.Job, _ time.Time) (string, bool) {
 			return cut(strconv.Itoa(j.Spec.MaxNodes))
 		}},
 		"maxcpus": {"MAX_CPUS", true, constant("0")},
-		"ntpernode": {"NTASKS_PER_NODE", true, func(j api.Job, _ time.Time) (string, bool) {
+		"ntpernode": {"NTASKS_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if j.Spec.NTasksPerNode > 0 {
 				return cut(strconv.Itoa(j.Spec.NTasksPerNode))
 			}
 			return cut("N/A")
 		}},
-		"mintime": {"TIME_MIN", true, func(j api.Job, _ time.Time) (string, bool) {
+		"mintime": {"TIME_MIN", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if j.Spec.TimeMinMin > 0 {
 				return nocut(TimeLimit(j.Spec.TimeMinMin))
 			}
 			return cut("0:00")
 		}},
-		"tres-alloc": {"TRES_ALLOC", true, func(j api.Job, _ time.Time) (string, bool) {
+		"tres-alloc": {"TRES_ALLOC", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if len(j.Alloc) == 0 {
 				return cut("N/A")
 			}
 			return cut(jobTRES(j))
 		}},
-		"tres-per-node": {"TRES_PER_NODE", true, func(j api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
-		"tres-per-task": {"TRES_PER_TASK", true, func(j api.Job, _ time.Time) (string, bool) { return cut(tresPerTask(j)) }},
-		"tres-per-job":  {"TRES_PER_JOB", true, func(j api.Job, _ time.Time) (string, bool) { return cut(tresPerJob(j)) }},
+		"tres-per-node": {"TRES_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
+		"tres-per-task": {"TRES_PER_TASK", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerTask(j)) }},
+		"tres-per-job":  {"TRES_PER_JOB", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerJob(j)) }},
 		"deadline":      {"DEADLINE", true, constant("N/A")},
-		"allocnodes": {"ALLOC_NODES", true, func(j api.Job, _ time.Time) (string, bool) {
+		"allocnodes": {"ALLOC_NODES", true, func(j *api.Job, _ time.Time) (string, bool) {
 			return cut(orNull(j.Spec.SubmitHost))
 		}},
 		"allocsid":  {"ALLOC_SID", true, constant("0")},
@@ -114,10 +114,10 @@ var squeueLongCols = func() map[string]squeueCol {
 		"profile":   {"PROFILE", true, constant("NotSet")},
 		"reboot":    {"REBOOT", true, constant("0")},
 		"network":   {"NETWORK", true, constant("(null)")},
-		"reqswitch": {"REQ_SWITCH", true, func(j api.Job, _ time.Time) (string, bool) {
+		"reqswitch": {"REQ_SWITCH", true, func(j *api.Job, _ time.Time) (string, bool) {
 			return cut(strconv.Itoa(j.Spec.Switches))
 		}},
-		"wait4switch": {"WAIT4SWITCH", true, func(j api.Job, _ time.Time) (string, bool) {
+		"wait4switch": {"WAIT4SWITCH", true, func(j *api.Job, _ time.Time) (string, bool) {
 			return cut(strconv.FormatInt(j.Spec.SwitchesWaitSec, 10))
 		}},
 	}
@@ -172,7 +172,7 @@ func ParseSqueueLongFormat(s string) ([]Field, error) {
 }
 
 // jobStdIn is the job's input file: -i's pattern, else /dev/null.
-func jobStdIn(j api.Job) string {
+func jobStdIn(j *api.Job) string {
 	if j.Spec.Input != "" {
 		return j.Spec.Input
 	}
@@ -180,13 +180,13 @@ func jobStdIn(j api.Job) string {
 }
 
 // jobTRES is the TRES string of a job's allocation (or request).
-func jobTRES(j api.Job) string {
+func jobTRES(j *api.Job) string {
 	cpus := jobNumCPUs(j)
 	return tresString(int64(cpus), jobMemMB(j), int64(jobNumNodes(j)), int64(cpus), jobGres(j))
 }
 
 // jobGres is the gres a job asked for, per node (--gres=gpu:2).
-func jobGres(j api.Job) []gresCount {
+func jobGres(j *api.Job) []gresCount {
 	g := parseGres(j.Spec.Gres)
 	nodes := int64(jobNumNodes(j))
 	for i := range g {
@@ -197,7 +197,7 @@ func jobGres(j api.Job) []gresCount {
 
 // tresPerNode is squeue's TRES_PER_NODE (and scontrol's TresPerNode):
 // "gres:gpu:1", or N/A.
-func tresPerNode(j api.Job) string {
+func tresPerNode(j *api.Job) string {
 	var parts []string
 	if j.Spec.Gres != "" {
 		for _, item := range strings.Split(j.Spec.Gres, ",") {
@@ -213,14 +213,14 @@ func tresPerNode(j api.Job) string {
 	return strings.Join(parts, ",")
 }
 
-func tresPerTask(j api.Job) string {
+func tresPerTask(j *api.Job) string {
 	if j.Spec.GpusPerTask == "" {
 		return "N/A"
 	}
 	return "gres:gpu:" + j.Spec.GpusPerTask
 }
 
-func tresPerJob(j api.Job) string {
+func tresPerJob(j *api.Job) string {
 	if j.Spec.Gpus == "" {
 		return "N/A"
 	}
@@ -233,12 +233,12 @@ func tresPerJob(j api.Job) string {
 var jobSortKeys = map[byte]func(a, b *api.Job, now time.Time) int{
 	'B': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.BatchHost, b.BatchHost) },
 	'c': nil,
-	'C': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumCPUs(*a), jobNumCPUs(*b)) },
+	'C': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumCPUs(a), jobNumCPUs(b)) },
 	'd': func(*api.Job, *api.Job, time.Time) int { return 0 },
-	'D': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumNodes(*a), jobNumNodes(*b)) },
-	'e': func(a, b *api.Job, _ time.Time) int { return jobEndTime(*a).Compare(jobEndTime(*b)) },
+	'D': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumNodes(a), jobNumNodes(b)) },
+	'e': func(a, b *api.Job, _ time.Time) int { return jobEndTime(a).Compare(jobEndTime(b)) },
 	'f': nil,
-	'g': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobGroup(*a), jobGroup(*b)) },
+	'g': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobGroup(a), jobGroup(b)) },
 	'G': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.GID), int(b.GID)) },
 	'h': nil,
 	'H': func(*api.Job, *api.Job, time.Time) int { return 0 },
@@ -246,26 +246,26 @@ var jobSortKeys = map[byte]func(a, b *api.Job, now time.Time) int{
 	'I': func(*api.Job, *api.Job, time.Time) int { return 0 },
 	'j': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Name, b.Spec.Name) },
 	'J': func(*api.Job, *api.Job, time.Time) int { return 0 },
-	'l': func(a, b *api.Job, _ time.Time) int { return cmpUint(limitKey(*a), limitKey(*b)) },
-	'L': func(a, b *api.Job, now time.Time) int { return cmpInt64(timeLeftKey(*a, now), timeLeftKey(*b, now)) },
-	'm': func(a, b *api.Job, _ time.Time) int { return cmpInt64(minMemKey(*a), minMemKey(*b)) },
+	'l': func(a, b *api.Job, _ time.Time) int { return cmpUint(limitKey(a), limitKey(b)) },
+	'L': func(a, b *api.Job, now time.Time) int { return cmpInt64(timeLeftKey(a, now), timeLeftKey(b, now)) },
+	'm': func(a, b *api.Job, _ time.Time) int { return cmpInt64(minMemKey(a), minMemKey(b)) },
 	'M': func(a, b *api.Job, now time.Time) int {
-		return cmpInt64(int64(jobRunTime(*a, now)), int64(jobRunTime(*b, now)))
+		return cmpInt64(int64(jobRunTime(a, now)), int64(jobRunTime(b, now)))
 	},
 	'n': nil,
 	'N': func(a, b *api.Job, _ time.Time) int { return compareNodeLists(a.NodeNames(), b.NodeNames()) },
 	'O': nil,
 	'p': func(a, b *api.Job, _ time.Time) int {
-		return cmpUint(uint64(BasicPriority(*a)), uint64(BasicPriority(*b)))
+		return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
 	},
 	'P': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Partition, b.Spec.Partition) },
 	'Q': func(a, b *api.Job, _ time.Time) int {
-		return cmpUint(uint64(BasicPriority(*a)), uint64(BasicPriority(*b)))
+		return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
 	},
-	'S': func(a, b *api.Job, now time.Time) int { return startKey(*a, now).Compare(startKey(*b, now)) },
+	'S': func(a, b *api.Job, now time.Time) int { return startKey(a, now).Compare(startKey(b, now)) },
 	't': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.State.Short(), b.State.Short()) },
 	'T': func(a, b *api.Job, _ time.Time) int { return strings.Compare(string(a.State), string(b.State)) },
-	'u': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobUser(*a), jobUser(*b)) },
+	'u': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobUser(a), jobUser(b)) },
 	'U': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.UID), int(b.UID)) },
 	'v': func(*api.Job, *api.Job, time.Time) int { return 0 },
 	'V': func(a, b *api.Job, _ time.Time) int { return a.SubmitTime.Compare(b.SubmitTime) },
@@ -304,21 +304,21 @@ func cmpUint(a, b uint64) int {
 
 // limitKey orders time limits as Slurm's numbers do: an unlimited or unset
 // limit is larger than any other.
-func limitKey(j api.Job) uint64 {
+func limitKey(j *api.Job) uint64 {
 	if j.Spec.TimeLimitMin <= 0 {
 		return 1<<32 - 1
 	}
 	return uint64(j.Spec.TimeLimitMin)
 }
 
-func timeLeftKey(j api.Job, now time.Time) int64 {
+func timeLeftKey(j *api.Job, now time.Time) int64 {
 	if j.Spec.TimeLimitMin <= 0 {
 		return 1<<32 - 1
 	}
 	return j.Spec.TimeLimitMin*60 - int64(jobRunTime(j, now)/time.Second)
 }
 
-func minMemKey(j api.Job) int64 {
+func minMemKey(j *api.Job) int64 {
 	switch {
 	case j.Spec.MemPerNodeMB > 0:
 		return j.Spec.MemPerNodeMB
@@ -330,7 +330,7 @@ func minMemKey(j api.Job) int64 {
 
 // startKey is the start time squeue sorts by: a pending job that has no
 // expected start, or one in the past, counts as starting now.
-func startKey(j api.Job, now time.Time) time.Time {
+func startKey(j *api.Job, now time.Time) time.Time {
 	if j.State == api.StatePending && j.StartTime.Before(now) {
 		return now
 	}
@@ -404,12 +404,21 @@ func CheckSqueueSort(spec string) ([]string, error) {
 // job id order. now is the time of the listing (time used, time left and
 // the start time of pending jobs depend on it).
 func SortJobsBy(jobs []api.Job, spec string, now time.Time) {
+	ps := sortedJobs(jobs, spec, now)
+	sorted := make([]api.Job, len(ps))
+	for i, p := range ps {
+		sorted[i] = *p
+	}
+	copy(jobs, sorted)
+}
+
+// sortedJobs returns pointers to jobs in SortJobsBy's order: a job is a
+// kilobyte, and the stable passes would move each many times.
+func sortedJobs(jobs []api.Job, spec string, now time.Time) []*api.Job {
 	if spec == "" {
 		spec = "P,t,-p"
 	}
 	keys, _ := parseSort(spec)
-	// Sorted as pointers, then put in order once: a job is a kilobyte, and
-	// the passes below would move each many times.
 	ps := make([]*api.Job, len(jobs))
 	for i := range jobs {
 		ps[i] = &jobs[i]
@@ -417,7 +426,7 @@ func SortJobsBy(jobs []api.Job, spec string, now time.Time) {
 	sort.SliceStable(ps, func(a, b int) bool { return ps[a].ID < ps[b].ID })
 	starts := make(map[*api.Job]time.Time, len(ps))
 	for _, p := range ps {
-		starts[p] = startKey(*p, now)
+		starts[p] = startKey(p, now)
 	}
 	sort.SliceStable(ps, func(a, b int) bool { return starts[ps[a]].After(starts[ps[b]]) })
 	for i := len(keys) - 1; i >= 0; i-- {
@@ -434,9 +443,5 @@ func SortJobsBy(jobs []api.Job, spec string, now time.Time) {
 			return c < 0
 		})
 	}
-	sorted := make([]api.Job, len(ps))
-	for i, p := range ps {
-		sorted[i] = *p
-	}
-	copy(jobs, sorted)
+	return ps
 }

@@ -56,8 +56,8 @@ func oneJob(j api.Job, format string) string {
 }
 
 func TestSqueueFields(t *testing.T) {
-	run := findJob(busyJobs(), 18)
-	pend := findJob(busyJobs(), 20)
+	run := *findJob(busyJobs(), 18)
+	pend := *findJob(busyJobs(), 20)
 	failed := running(batchJob(30, "crash", "debug"), "node1")
 	failed.State = api.StateFailed
 	failed.Reason = "NonZeroExitCode"
@@ -98,8 +98,8 @@ func TestSqueueFields(t *testing.T) {
 		{"account workdir", run, "%a %Z", "root /tmp/slurm-capture"},
 		{"unset values", run, "%k %E %q %h %A %F %K %B", "(null) (null) normal OK 18 18 N/A node2"},
 		{"uid when no name", anon, "%u %U %j %g", "1234 1234 (null) root"},
-		{"priority", findJob(busyJobs(), 15), "%Q", "4294901745"},
-		{"held priority", findJob(busyJobs(), 22), "%Q %p", "0 0.00000000000000"},
+		{"priority", *findJob(busyJobs(), 15), "%Q", "4294901745"},
+		{"held priority", *findJob(busyJobs(), 22), "%Q %p", "0 0.00000000000000"},
 		{"literal text", run, "[%i] on %P.", "[18] on debug."},
 	} {
 		if got := oneJob(c.job, c.format); got != c.want {

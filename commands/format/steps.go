@@ -40,7 +40,8 @@ func (s Step) StepID() string { return strconv.FormatUint(s.JobID, 10) + "." + s
 // on the job's first node (the batch host), with that node's CPUs.
 func BatchSteps(jobs []api.Job) []Step {
 	var out []Step
-	for _, j := range jobs {
+	for i := range jobs {
+		j := &jobs[i]
 		if !j.HasScript() || j.BatchHost == "" || !jobStarted(j) {
 			continue
 		}
@@ -66,7 +67,8 @@ func BatchSteps(jobs []api.Job) []Step {
 // running job (see BatchSteps) and the srun steps still running.
 func JobSteps(jobs []api.Job) []Step {
 	out := BatchSteps(jobs)
-	for _, j := range jobs {
+	for i := range jobs {
+		j := &jobs[i]
 		if j.State != api.StateRunning && j.State != api.StateCompleting {
 			continue
 		}

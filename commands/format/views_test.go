@@ -130,7 +130,7 @@ func TestSqueueLongFormat(t *testing.T) {
 	if a, b := Squeue(busyJobs(), now, SqueueOptions{LongFormat: def}), Squeue(busyJobs(), now, SqueueOptions{}); a != b {
 		t.Errorf("-O default differs:\n%s\n%s", a, b)
 	}
-	j := findJob(busyJobs(), 19)
+	j := *findJob(busyJobs(), 19)
 	got := Squeue([]api.Job{j}, now, SqueueOptions{LongFormat: "jobid:6,numtasks:6,exit_code:10,tres-per-node:16,stdout", NoHeader: true})
 	if want := "19    1     0:0       gres:gpu:1      /tmp/slurm-capture/s"; strings.TrimRight(got, "\n") != want {
 		t.Errorf("-O fields: %q, want %q", got, want)
@@ -142,7 +142,7 @@ func TestSqueueSort(t *testing.T) {
 	ids := func(jobs []api.Job) string {
 		var s []string
 		for _, j := range jobs {
-			s = append(s, jobID(j))
+			s = append(s, jobID(&j))
 		}
 		return strings.Join(s, " ")
 	}
@@ -181,7 +181,7 @@ func TestSqueueSteps(t *testing.T) {
 		}
 	}
 	steps := JobSteps(jobs)
-	one := BatchSteps([]api.Job{findJob(busyJobs(), 15)})
+	one := BatchSteps([]api.Job{*findJob(busyJobs(), 15)})
 	got := SqueueSteps(steps, now, SqueueOptions{})
 	// Slurm's listing 34, to the letter.
 	want := "         STEPID     NAME PARTITION     USER      TIME NODELIST\n" +
@@ -209,7 +209,7 @@ func TestSqueueSteps(t *testing.T) {
 		t.Errorf("no steps: %q", h)
 	}
 	// A pending job has no batch step.
-	if s := BatchSteps([]api.Job{findJob(busyJobs(), 20)}); len(s) != 0 {
+	if s := BatchSteps([]api.Job{*findJob(busyJobs(), 20)}); len(s) != 0 {
 		t.Errorf("pending job steps: %+v", s)
 	}
 	_ = time.Second
@@ -217,7 +217,7 @@ func TestSqueueSteps(t *testing.T) {
 
 func TestShowJobCarriedOptions(t *testing.T) {
 	no := false
-	j := findJob(busyJobs(), 20)
+	j := *findJob(busyJobs(), 20)
 	j.Spec.Dependency = "afterok:15"
 	j.Reason = "Dependency"
 	j.Spec.NodeList = "node[1-2]"
@@ -231,7 +231,7 @@ func TestShowJobCarriedOptions(t *testing.T) {
 	j.Spec.MemPerCPUMB = 500
 	j.Spec.MailType = "end"
 	j.Spec.Gpus = "2"
-	got := ShowJob(j, at(4, 59, 33), true, false)
+	got := ShowJob(&j, at(4, 59, 33), true, false)
 	for _, want := range []string{
 		" QOS=high ", " Dependency=afterok:15(unfulfilled) ", " Requeue=0 ", " TimeMin=00:05:00 ",
 		" ReqNodeList=node[1-2] ExcNodeList=node4 ", " NtasksPerN:B:S:C=2:0:*:* ",
@@ -279,7 +279,7 @@ func TestShowConfigAndPing(t *testing.T) {
 
 func TestControllerSchedulingView(t *testing.T) {
 	now := at(4, 59, 33)
-	j := findJob(busyJobs(), 20)
+	j := *findJob(busyJobs(), 20)
 	j.Priority = 1234
 	j.ExpectedStart = at(5, 9, 29)
 	j.SchedNodes = []string{"node4", "node1"}
@@ -287,18 +287,18 @@ func TestControllerSchedulingView(t *testing.T) {
 	if got != "1234 2026-11-30T05:09:29 node[1,4]\n" {
 		t.Errorf("squeue: %q", got)
 	}
-	show := ShowJob(j, now, true, false)
+	show := ShowJob(&j, now, true, false)
 	if !strings.Contains(show, " Priority=1234 ") || !strings.Contains(show, " StartTime=2026-11-30T05:09:29 EndTime=2026-11-30T05:19:29 ") {
 		t.Errorf("show job: %s", show)
 	}
 	j.Hold, j.Restarts = "user", 2
-	if show := ShowJob(j, now, true, false); !strings.Contains(show, " Priority=0 ") || !strings.Contains(show, " Restarts=2 ") {
+	if show := ShowJob(&j, now, true, false); !strings.Contains(show, " Priority=0 ") || !strings.Contains(show, " Restarts=2 ") {
 		t.Errorf("held: %s", show)
 	}
 }
 
 func TestDependencyString(t *testing.T) {
-	j := findJob(busyJobs(), 21)
+	j := *findJob(busyJobs(), 21)
 	for _, c := range []struct{ dep, reason, want string }{
 		{"afterok:15", "Dependency", "afterok:15(unfulfilled)"},
 		{"afterok:15:16,afterany:17", "Dependency", "afterok:15(unfulfilled),afterok:16(unfulfilled),afterany:17(unfulfilled)"},
@@ -308,12 +308,12 @@ func TestDependencyString(t *testing.T) {
 		{"", "Priority", "(null)"},
 	} {
 		j.Spec.Dependency, j.Reason = c.dep, c.reason
-		if got := dependencyString(j); got != c.want {
+		if got := dependencyString(&j); got != c.want {
 			t.Errorf("%q %s: %q, want %q", c.dep, c.reason, got, c.want)
 		}
 	}
 	j.Spec.Dependency, j.State = "afterok:15", api.StateRunning
-	if got := dependencyString(j); got != "(null)" {
+	if got := dependencyString(&j); got != "(null)" {
 		t.Errorf("running: %q", got)
 	}
 }
