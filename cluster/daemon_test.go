@@ -324,3 +324,38 @@ func TestJobListEncodings(t *testing.T) {
 		t.Errorf("JSON jobs %+v %v, gob jobs %+v", plain.Jobs, err, viaGob)
 	}
 }
+
+// One cancel request for many jobs (a filtered scancel) cancels each and
+// answers each in the order asked, an unknown id with its error.
+func TestCancelManyInOneRequest(t *testing.T) {
+	_, cl := startOne(t)
+	ctx := context.Background()
+	var ids []uint64
+	for range 40 {
+		id, err := cl.Submit(ctx, api.JobSpec{WorkDir: t.TempDir(), Script: "#!/bin/sh\ntrue\n", Hold: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	ask := append([]uint64{9999}, ids...)
+	res, err := cl.Cancel(ctx, api.CancelRequest{JobIDs: ask})
+	if err != nil || len(res) != len(ask) {
+		t.Fatalf("cancel: %d results, %v", len(res), err)
+	}
+	for i, r := range res {
+		want := ""
+		if i == 0 {
+			want = api.ErrInvalidJobID
+		}
+		if r.JobID != ask[i] || r.Error != want {
+			t.Errorf("result %d: %+v, want job %d error %q", i, r, ask[i], want)
+		}
+	}
+	jobs, _ := cl.Jobs(ctx)
+	for _, j := range jobs {
+		if j.State != api.StateCancelled {
+			t.Errorf("job %d %s after the cancel", j.ID, j.State)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -431,8 +432,15 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Id
 	})
 	sort.Slice(tasks, func(a, b int) bool { return tasks[a] < tasks[b] })
 	v := d.viewer(id)
-	for _, jid := range append(append([]uint64(nil), req.JobIDs...), tasks...) {
-		res := api.CancelResult{JobID: jid}
+	ids := append(append([]uint64(nil), req.JobIDs...), tasks...)
+	out.Results = make([]api.CancelResult, len(ids))
+	// Cancels are proposed side by side, so that Raft commits many in one
+	// batch (a filtered scancel of thousands); signals go one by one.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, cancelParallel)
+	for i, jid := range ids {
+		res := &out.Results[i]
+		res.JobID = jid
 		j, _ := d.fsm.Job(jid)
 		switch {
 		case j == nil:
@@ -455,19 +463,32 @@ func (d *Daemon) handleCancel(w http.ResponseWriter, r *http.Request, id peer.Id
 				}
 			}
 		default:
-			if _, err := d.propose(&fsm.Cancel{Time: d.now(), JobID: jid, UID: id.UID}); err != nil {
-				res.Error = err.Error()
-			} else if j, _ = d.fsm.Job(jid); j != nil && j.State == api.StateCompleting {
-				// As the cancel left it: a job that started after the
-				// read above is killed too.
-				go d.signalJob(j, 0)
-			} else if j != nil && j.State == api.StateCancelled {
-				d.diag.ended(j.State) // a pending job: it ends here
-			}
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				d.cancelJob(jid, id.UID, res)
+			})
 		}
-		out.Results = append(out.Results, res)
 	}
+	wg.Wait()
 	peer.WriteJSON(w, out)
+}
+
+// cancelParallel is how many cancels one request has in Raft at once.
+const cancelParallel = 64
+
+// cancelJob commits the cancel of job jid by uid into res, and has the
+// job killed if it runs.
+func (d *Daemon) cancelJob(jid uint64, uid uint32, res *api.CancelResult) {
+	if _, err := d.propose(&fsm.Cancel{Time: d.now(), JobID: jid, UID: uid}); err != nil {
+		res.Error = err.Error()
+	} else if j, _ := d.fsm.Job(jid); j != nil && j.State == api.StateCompleting {
+		// As the cancel left it: a job that started after the read
+		// above is killed too.
+		go d.signalJob(j, 0)
+	} else if j != nil && j.State == api.StateCancelled {
+		d.diag.ended(j.State) // a pending job: it ends here
+	}
 }
 
 func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {

@@ -205,21 +205,7 @@ type canceller struct {
 // send signals or cancels one job and reports its error as scancel does;
 // it returns the exit status it calls for.
 func (c *canceller) send(id cancelID) int {
-	e, prog, p := c.e, c.prog, c.p
-	what := ""
-	switch {
-	case p.batch:
-		what = "batch "
-	case p.full:
-		what = "full "
-	}
-	if p.verbose > 0 {
-		if p.signal == 0 {
-			fmt.Fprintf(e.Stderr, "%s: Terminating %sjob %s\n", prog, what, id.text)
-		} else {
-			fmt.Fprintf(e.Stderr, "%s: Signal %d to %sjob %s\n", prog, p.signal, what, id.text)
-		}
-	}
+	c.announce(id)
 	var errMsg string
 	if !id.valid {
 		// hpc has no job arrays or steps yet: such an id names nothing.
@@ -227,6 +213,33 @@ func (c *canceller) send(id cancelID) int {
 	} else {
 		errMsg = c.request(id.job)
 	}
+	return c.report(id, errMsg)
+}
+
+// announce says, under -v, what is sent for id.
+func (c *canceller) announce(id cancelID) {
+	e, prog, p := c.e, c.prog, c.p
+	if p.verbose <= 0 {
+		return
+	}
+	what := ""
+	switch {
+	case p.batch:
+		what = "batch "
+	case p.full:
+		what = "full "
+	}
+	if p.signal == 0 {
+		fmt.Fprintf(e.Stderr, "%s: Terminating %sjob %s\n", prog, what, id.text)
+	} else {
+		fmt.Fprintf(e.Stderr, "%s: Signal %d to %sjob %s\n", prog, p.signal, what, id.text)
+	}
+}
+
+// report prints a job's error as scancel does and returns the exit status
+// it calls for ("" is no error).
+func (c *canceller) report(id cancelID, errMsg string) int {
+	e, prog, p := c.e, c.prog, c.p
 	if errMsg == "" {
 		return 0
 	}
@@ -242,6 +255,42 @@ func (c *canceller) send(id cancelID) int {
 		return 0 // the job is gone, as asked
 	}
 	return 1
+}
+
+// cancelBatch is how many jobs one request of a filtered scancel carries.
+const cancelBatch = 1000
+
+// cancelMany cancels jobs (no signal: nothing to retry) in requests of
+// cancelBatch, as slurmctld takes a filtered scancel in one message, and
+// reports each job's result; it returns the exit status.
+func (c *canceller) cancelMany(ids []cancelID) int {
+	status := 0
+	for len(ids) > 0 {
+		n := min(len(ids), cancelBatch)
+		chunk := ids[:n]
+		ids = ids[n:]
+		req := api.CancelRequest{}
+		for _, id := range chunk {
+			c.announce(id)
+			req.JobIDs = append(req.JobIDs, id.job)
+		}
+		results, err := c.cl.Cancel(c.ctx, req)
+		if err != nil {
+			_, msg := errText(err)
+			for _, id := range chunk {
+				status = max(status, c.report(id, msg))
+			}
+			continue
+		}
+		errs := map[uint64]string{}
+		for _, r := range results {
+			errs[r.JobID] = r.Error
+		}
+		for _, id := range chunk {
+			status = max(status, c.report(id, errs[id.job]))
+		}
+	}
+	return status
 }
 
 // request asks the controller to signal or cancel job; it returns the
@@ -319,6 +368,7 @@ func (c *canceller) cancelSelected() int {
 		}
 	}
 	in := bufio.NewReader(e.Stdin)
+	var many []cancelID // plain cancels: sent together
 	for _, pending := range []bool{true, false} {
 		for _, j := range matched {
 			if (j.State == api.StatePending) != pending {
@@ -328,10 +378,14 @@ func (c *canceller) cancelSelected() int {
 				continue
 			}
 			id := cancelID{text: strconv.FormatUint(j.ID, 10), job: j.ID, valid: true}
+			if p.signal == 0 && !p.batch && !p.full {
+				many = append(many, id)
+				continue
+			}
 			status = max(status, c.send(id))
 		}
 	}
-	return status
+	return max(status, c.cancelMany(many))
 }
 
 // liveTargets returns the ids that name a live job, and reports the

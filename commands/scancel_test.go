@@ -33,13 +33,13 @@ func TestScancel(t *testing.T) {
 			"scancel: Terminating job 15_2\nscancel: error: Kill job error on job id 15_2: Invalid job id specified\n", 0, nil},
 		{[]string{"scancel", "15.0"}, "scancel: error: Kill job error on job step id 15.0: Invalid job id specified\n", 1, nil},
 		// Filters: scancel loads the jobs, picks the live ones that match,
-		// pending ones first.
-		{[]string{"scancel", "-u", "root"}, "", 0, reqs(0, 20, 25, 15, 16, 17, 18, 19)},
-		{[]string{"scancel", "-uroot", "-p", "gpu"}, "", 0, reqs(0, 19)},
-		{[]string{"scancel", "-n", "sleeper", "-t", "R"}, "", 0, reqs(0, 15, 16, 17)},
-		{[]string{"scancel", "--name=big", "-t", "PENDING", "-v"}, "scancel: Terminating job 20\n", 0, reqs(0, 20)},
-		{[]string{"scancel", "-w", "node3"}, "", 0, reqs(0, 18, 19)},
-		{[]string{"scancel", "-t", "PD", "-u", "root", "25", "15"}, "", 0, reqs(0, 25)},
+		// pending ones first, and cancels them in one request.
+		{[]string{"scancel", "-u", "root"}, "", 0, batch(20, 25, 15, 16, 17, 18, 19)},
+		{[]string{"scancel", "-uroot", "-p", "gpu"}, "", 0, batch(19)},
+		{[]string{"scancel", "-n", "sleeper", "-t", "R"}, "", 0, batch(15, 16, 17)},
+		{[]string{"scancel", "--name=big", "-t", "PENDING", "-v"}, "scancel: Terminating job 20\n", 0, batch(20)},
+		{[]string{"scancel", "-w", "node3"}, "", 0, batch(18, 19)},
+		{[]string{"scancel", "-t", "PD", "-u", "root", "25", "15"}, "", 0, batch(25)},
 		{[]string{"scancel", "-n", "nosuch", "-v"}, "scancel: error: No active jobs match ALL job filters, including: job_name=nosuch \n", 0, nil},
 		{[]string{"scancel", "-p", "gpu", "999"}, "scancel: error: Kill job error on job id 999: Invalid job id specified\n", 1, nil},
 		// --signal goes through CancelRequest.Signal.
@@ -75,6 +75,11 @@ func scoped(scope string, rs []api.CancelRequest) []api.CancelRequest {
 }
 
 // reqs is one cancel request per job, with a signal.
+// batch is the one request of a filtered scancel that sends no signal.
+func batch(ids ...uint64) []api.CancelRequest {
+	return []api.CancelRequest{{JobIDs: ids}}
+}
+
 func reqs(sig int, ids ...uint64) []api.CancelRequest {
 	var out []api.CancelRequest
 	for _, id := range ids {
@@ -88,7 +93,7 @@ func TestScancelInteractive(t *testing.T) {
 	e.Stdin = stringsReader("n\ny\n")
 	stdout, _, code := run(e, out, errb, "scancel", "-i", "-n", "sleeper", "-w", "node1")
 	want := "Cancel job_id=15 name=sleeper partition=debug [y/n]? Cancel job_id=16 name=sleeper partition=debug [y/n]? "
-	if stdout != want || code != 0 || !reflect.DeepEqual(f.cancels, reqs(0, 16)) {
+	if stdout != want || code != 0 || !reflect.DeepEqual(f.cancels, batch(16)) {
 		t.Errorf("-i: %d %q %+v", code, stdout, f.cancels)
 	}
 }
