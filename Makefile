@@ -1,6 +1,10 @@
 # hpc: a Slurm-style HPC cluster in one binary.
 GO      ?= go
 BIN     := bin/hpc
+# Build tags every build of hpc takes (scripts/go-tags): without urfave/cli's
+# documentation generator and suggestions, whose package inits (a Markdown
+# renderer's tables) every command would pay at each start.
+export GOFLAGS += -tags=$(shell cat scripts/go-tags)
 
 .PHONY: all build up down test test-short fuzz bench clean
 

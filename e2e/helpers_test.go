@@ -111,7 +111,12 @@ func hpcBinary(t testing.TB) (bin, links string) {
 			return
 		}
 		bin := filepath.Join(dir, "hpc")
-		args := []string{"build", "-o", bin}
+		tags, err := os.ReadFile(filepath.Join(root, "scripts", "go-tags"))
+		if err != nil {
+			built.err = err
+			return
+		}
+		args := []string{"build", "-tags", strings.TrimSpace(string(tags)), "-o", bin}
 		if os.Getenv(labRaceEnv) != "" {
 			args = append(args, "-race")
 		}

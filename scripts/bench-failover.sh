@@ -19,7 +19,7 @@ chmod 755 "$work"
 hpc=$work/hpc
 lab=$work/lab
 trap '"$hpc" down --dir "$lab" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-(cd "$here" && go build -o "$hpc" .)
+(cd "$here" && go build -tags "$(cat scripts/go-tags)" -o "$hpc" .)
 "$hpc" install-links "$work/bin" >/dev/null
 export PATH=$work/bin:$PATH
 cat >"$work/slurm.conf" <<EOF

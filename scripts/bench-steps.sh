@@ -20,7 +20,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-(cd "$here" && go build -o "$hpc" .)
+(cd "$here" && go build -tags "$(cat scripts/go-tags)" -o "$hpc" .)
 mkdir -p "$work/bin"
 for n in srun salloc sbatch; do ln -s "$hpc" "$work/bin/$n"; done
 export PATH=$work/bin:$PATH

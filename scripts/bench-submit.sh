@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/hpc-bench-XXXXXX)
 chmod 755 "$work"
 trap 'HPC_DIR=$work/lab "$work/hpc" down --dir "$work/lab" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-(cd "$here" && go build -o "$work/hpc" .)
+(cd "$here" && go build -tags "$(cat scripts/go-tags)" -o "$work/hpc" .)
 hpc="$work/hpc"
 "$hpc" up --dir "$work/lab" --nodes 3 >/dev/null 2>&1 || { echo "a lab may already use 127.0.1.x: stop it first (hpc down)"; exit 1; }
 export HPC_DIR=$work/lab

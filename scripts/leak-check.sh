@@ -20,7 +20,7 @@ lab=$work/lab
 hpc=$work/hpc
 cleanup() { "$hpc" down --dir "$lab" >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$here" && go build -o "$hpc" .)
+(cd "$here" && go build -tags "$(cat scripts/go-tags)" -o "$hpc" .)
 mkdir -p "$work/bin"
 for n in srun sbatch; do ln -s "$hpc" "$work/bin/$n"; done
 cat >"$work/slurm.conf" <<'EOF'

@@ -200,7 +200,7 @@ console=$work/console
 hpc=${HPC_BIN:-}
 if [[ -z $hpc ]]; then
 	say "building bin/hpc"
-	(cd "$root" && go build -o bin/hpc .)
+	(cd "$root" && go build -tags "$(cat scripts/go-tags)" -o bin/hpc .)
 	hpc=$root/bin/hpc
 fi
 

@@ -84,7 +84,7 @@ flock 9
 work=$(mktemp -d /tmp/hpc-slurm-suite.XXXXXX)
 chmod 755 "$work"
 export HPC_DIR=$work/lab
-go build -o "$work/bin/hpc" .
+go build -tags "$(cat scripts/go-tags)" -o "$work/bin/hpc" .
 "$work/bin/hpc" install-links "$work/bin" >/dev/null
 export PATH=$work/bin:$PATH
 # Cleanup unmounts whatever a daemon that died left mounted under the work
