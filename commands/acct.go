@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
@@ -19,16 +20,18 @@ import (
 	"hpc/commands/format"
 )
 
-var sacctOpts = opts(
-	"allusers,a", "accounts,A,:", "allocations,X", "brief,b", "batch-script,B", "completion,c",
-	"constraints,C,:", "delimiter,,:", "duplicates,D", "federation", "helpformat,e", "help-fields,e",
-	"endtime,E,:", "env-vars", "file,f,:", "flags,F,:", "gid,g,:", "group,g,:", "help,h", "local",
-	"name,,:", "nnodes,i,:", "ncpus,I,:", "jobs,j,:", "timelimit-min,k,:", "timelimit-max,K,:",
-	"long,l", "allclusters,L", "cluster,M,:", "clusters,M,:", "nodelist,N,:", "noconvert", "units,,:",
-	"noheader,n", "fields,o,:", "format,o,:", "parsable,p", "parsable2,P", "qos,q,:", "partition,r,:",
-	"reason,R,:", "state,s,:", "starttime,S,:", "truncate,T", "uid,u,:", "use-local-uid", "usage,U",
-	"user,u,:", "verbose,v", "version,V", "wckeys,W,:", "whole-hetjob,,::", "associations,x,:", "json", "yaml",
-)
+var sacctOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts(
+		"allusers,a", "accounts,A,:", "allocations,X", "brief,b", "batch-script,B", "completion,c",
+		"constraints,C,:", "delimiter,,:", "duplicates,D", "federation", "helpformat,e", "help-fields,e",
+		"endtime,E,:", "env-vars", "file,f,:", "flags,F,:", "gid,g,:", "group,g,:", "help,h", "local",
+		"name,,:", "nnodes,i,:", "ncpus,I,:", "jobs,j,:", "timelimit-min,k,:", "timelimit-max,K,:",
+		"long,l", "allclusters,L", "cluster,M,:", "clusters,M,:", "nodelist,N,:", "noconvert", "units,,:",
+		"noheader,n", "fields,o,:", "format,o,:", "parsable,p", "parsable2,P", "qos,q,:", "partition,r,:",
+		"reason,R,:", "state,s,:", "starttime,S,:", "truncate,T", "uid,u,:", "use-local-uid", "usage,U",
+		"user,u,:", "verbose,v", "version,V", "wckeys,W,:", "whole-hetjob,,::", "associations,x,:", "json", "yaml",
+	)
+})
 
 // sacct's field sets for -b and -l.
 const (
@@ -208,7 +211,7 @@ func sacctTexts(rows []api.AcctRow, script bool) string {
 // exits with code.
 func parseSacct(e *Env, prog string, args []string) (p *sacctParams, code int, ok bool) {
 	p = &sacctParams{now: e.Now()}
-	_, code, done := parseOpts(e, prog, sacctOpts, args, p.option(e, prog))
+	_, code, done := parseOpts(e, prog, sacctOpts(), args, p.option(e, prog))
 	if done {
 		return nil, code, false
 	}

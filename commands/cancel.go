@@ -7,18 +7,21 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
 )
 
-var scancelOpts = opts(
-	"account,A,:", "batch,b", "ctld", "full,f", "help", "hurry,H", "interactive,i",
-	"cluster,M,:", "clusters,M,:", "jobname,n,:", "me", "name,n,:", "nodelist,w,:",
-	"partition,p,:", "qos,q,:", "quiet,Q", "reservation,R,:", "sibling,,:", "signal,s,:",
-	"state,t,:", "usage", "user,u,:", "verbose,v", "version,V", "wckey,,:",
-)
+var scancelOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts(
+		"account,A,:", "batch,b", "ctld", "full,f", "help", "hurry,H", "interactive,i",
+		"cluster,M,:", "clusters,M,:", "jobname,n,:", "me", "name,n,:", "nodelist,w,:",
+		"partition,p,:", "qos,q,:", "quiet,Q", "reservation,R,:", "sibling,,:", "signal,s,:",
+		"state,t,:", "usage", "user,u,:", "verbose,v", "version,V", "wckey,,:",
+	)
+})
 
 // cancelID is one job id of scancel's command line: 12, 12_3 (an array
 // task), 12_* (a whole array), 12.0 (a step).
@@ -83,7 +86,7 @@ func parseScancel(e *Env, prog string, args []string) (p *scancelParams, code in
 	if !ok {
 		return nil, 1, false
 	}
-	rest, code, done := parseOpts(e, prog, scancelOpts, args, p.option(e, prog))
+	rest, code, done := parseOpts(e, prog, scancelOpts(), args, p.option(e, prog))
 	if done {
 		return nil, code, false
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"hpc/cluster/api"
@@ -21,10 +22,12 @@ import (
 	"hpc/internal/words"
 )
 
-var scontrolOpts = opts(
-	"all,a", "cluster,M,:", "clusters,M,:", "details,d", "federation", "future,F", "help,h",
-	"hide", "local", "oneliner,o", "quiet,Q", "sibling", "uid,u,:", "usage,,,h", "verbose,v", "version,V",
-)
+var scontrolOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts(
+		"all,a", "cluster,M,:", "clusters,M,:", "details,d", "federation", "future,F", "help,h",
+		"hide", "local", "oneliner,o", "quiet,Q", "sibling", "uid,u,:", "usage,,,h", "verbose,v", "version,V",
+	)
+})
 
 // scontrol is one scontrol session: its flags and its exit status.
 type scontrol struct {
@@ -40,7 +43,7 @@ type scontrol struct {
 // scontrolMain is scontrol.
 func scontrolMain(e *Env, prog string, args []string) int {
 	s := &scontrol{e: e, prog: prog}
-	rest, code, done := parseOpts(e, prog, scontrolOpts, args, func(o *jobspec.Opt, val string, _ bool) error {
+	rest, code, done := parseOpts(e, prog, scontrolOpts(), args, func(o *jobspec.Opt, val string, _ bool) error {
 		switch o.ID() {
 		case "d":
 			s.details = true

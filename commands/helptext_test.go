@@ -103,9 +103,9 @@ func helpOptionNames() map[string][]string {
 		return out
 	}
 	m := map[string][]string{
-		"sacct": longs(sacctOpts.Opts), "scancel": longs(scancelOpts.Opts), "scontrol": longs(scontrolOpts.Opts),
-		"sinfo": longs(sinfoOpts.Opts), "squeue": longs(squeueOpts.Opts), "sdiag": longs(sdiagOpts.Opts),
-		"sprio": longs(sprioOpts.Opts), "sreport": longs(sreportOpts.Opts), "sshare": longs(sshareOpts.Opts),
+		"sacct": longs(sacctOpts().Opts), "scancel": longs(scancelOpts().Opts), "scontrol": longs(scontrolOpts().Opts),
+		"sinfo": longs(sinfoOpts().Opts), "squeue": longs(squeueOpts().Opts), "sdiag": longs(sdiagOpts().Opts),
+		"sprio": longs(sprioOpts().Opts), "sreport": longs(sreportOpts().Opts), "sshare": longs(sshareOpts().Opts),
 	}
 	// srun's and salloc's tables as runGetopt builds them.
 	for _, prog := range []string{"srun", "salloc"} {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
@@ -12,12 +13,14 @@ import (
 	"hpc/commands/format"
 )
 
-var sinfoOpts = opts(
-	"all,a", "dead,d", "exact,e", "federation", "help", "hide", "iterate,i,:", "local", "long,l",
-	"cluster,M,:", "clusters,M,:", "nodes,n,:", "noconvert", "noheader,h", "Node,N", "format,o,:",
-	"Format,O,:", "partition,p,:", "responding,r", "list-reasons,R", "summarize,s", "sort,S,:",
-	"states,t,:", "reservation,T", "usage", "verbose,v", "version,V", "json", "yaml",
-)
+var sinfoOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts(
+		"all,a", "dead,d", "exact,e", "federation", "help", "hide", "iterate,i,:", "local", "long,l",
+		"cluster,M,:", "clusters,M,:", "nodes,n,:", "noconvert", "noheader,h", "Node,N", "format,o,:",
+		"Format,O,:", "partition,p,:", "responding,r", "list-reasons,R", "summarize,s", "sort,S,:",
+		"states,t,:", "reservation,T", "usage", "verbose,v", "version,V", "json", "yaml",
+	)
+})
 
 // sinfoStateList is sinfo's list of node states, for its -t error.
 const sinfoStateList = "unknown,down,idle,allocated,error,mixed,future,drain,drained,draining," +
@@ -40,7 +43,7 @@ func sinfoMain(e *Env, prog string, args []string) int {
 	}
 	var given givenOpts // for -v
 	mime := ""          // --json, --yaml: openapi/v0.0.38's nodes, nothing else
-	rest, code, done := parseOpts(e, prog, sinfoOpts, args, func(opt *jobspec.Opt, val string, _ bool) error {
+	rest, code, done := parseOpts(e, prog, sinfoOpts(), args, func(opt *jobspec.Opt, val string, _ bool) error {
 		given.note(opt.ID(), val)
 		switch opt.ID() {
 		case "a":

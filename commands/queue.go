@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
@@ -13,14 +14,16 @@ import (
 	"hpc/commands/format"
 )
 
-var squeueOpts = opts(
-	"accounts,A,:", "all,a", "array,r", "array-unique,,,array-unique", "Format,O,:", "format,o,:",
-	"federation", "help", "hide", "iterate,i,:", "jobs,j,::", "local", "long,l", "licenses,L,:",
-	"cluster,M,:", "clusters,M,:", "me", "name,n,:", "noconvert", "node,w,:", "nodes,w,:",
-	"nodelist,w,:", "noheader,h", "partitions,p,:", "priority,P", "qos,q,:", "reservation,R,:",
-	"sib,,,sibling", "sibling,,,sibling", "sort,S,:", "start", "steps,s,::", "states,t,:",
-	"usage", "user,u,:", "users,u,:", ",U,:,A", "verbose,v", "version,V", "json", "yaml",
-)
+var squeueOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts(
+		"accounts,A,:", "all,a", "array,r", "array-unique,,,array-unique", "Format,O,:", "format,o,:",
+		"federation", "help", "hide", "iterate,i,:", "jobs,j,::", "local", "long,l", "licenses,L,:",
+		"cluster,M,:", "clusters,M,:", "me", "name,n,:", "noconvert", "node,w,:", "nodes,w,:",
+		"nodelist,w,:", "noheader,h", "partitions,p,:", "priority,P", "qos,q,:", "reservation,R,:",
+		"sib,,,sibling", "sibling,,,sibling", "sort,S,:", "start", "steps,s,::", "states,t,:",
+		"usage", "user,u,:", "users,u,:", ",U,:,A", "verbose,v", "version,V", "json", "yaml",
+	)
+})
 
 // squeueParams is a parsed squeue command line.
 type squeueParams struct {
@@ -64,7 +67,7 @@ func queueVerbMain(e *Env, prog string, args []string) int { return squeueRun(e,
 
 func squeueRun(e *Env, prog string, args []string, anyState bool) int {
 	p := &squeueParams{anyState: anyState}
-	rest, code, done := parseOpts(e, prog, squeueOpts, args, p.option(e, prog))
+	rest, code, done := parseOpts(e, prog, squeueOpts(), args, p.option(e, prog))
 	if done {
 		return code
 	}

@@ -13,8 +13,10 @@ import (
 	"hpc/cluster/jobspec"
 )
 
-var sbcastOpts = opts("compress,C,::", "exclude,,:", "fanout,F,:", "force,f", "jobid,j,:", "send-libs,,::",
-	"preserve,p", "size,s,:", "timeout,t,:", "verbose,v", "version,V", "help", "usage")
+var sbcastOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts("compress,C,::", "exclude,,:", "fanout,F,:", "force,f", "jobid,j,:", "send-libs,,::",
+		"preserve,p", "size,s,:", "timeout,t,:", "verbose,v", "version,V", "help", "usage")
+})
 
 const sbcastUsage = "Usage: sbcast [--exclude] [-CfFjpstvV] [--send-libs] SOURCE DEST\n"
 
@@ -78,7 +80,7 @@ func sbcastMain(e *Env, prog string, args []string) int {
 	var force, preserve bool
 	fanout, verbose, jobFlag := 8, 0, ""
 	fileCopyEnv(e, "SBCAST", &force, &preserve, &fanout)
-	rest, code, done := parseOpts(e, prog, sbcastOpts, args, func(o *jobspec.Opt, val string, has bool) error {
+	rest, code, done := parseOpts(e, prog, sbcastOpts(), args, func(o *jobspec.Opt, val string, has bool) error {
 		switch o.ID() {
 		case "f":
 			force = true

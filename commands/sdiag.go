@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
 )
 
-var sdiagOpts = opts("all,a", "reset,r", "sort-by-id,i", "sort-by-time,t", "sort-by-time2,T", "cluster,M,:", "clusters,M,:",
-	"help,h", "usage", "version,V")
+var sdiagOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts("all,a", "reset,r", "sort-by-id,i", "sort-by-time,t", "sort-by-time2,T", "cluster,M,:", "clusters,M,:",
+		"help,h", "usage", "version,V")
+})
 
 const sdiagUsage = "Usage: sdiag [-M cluster] [-aritT] [--help] [--usage] [-V]\n"
 
@@ -36,7 +39,7 @@ Help options:
 func sdiagMain(e *Env, prog string, args []string) int {
 	reset := false
 	sortBy := "count"
-	_, code, done := parseOpts(e, prog, sdiagOpts, args, func(o *jobspec.Opt, val string, has bool) error {
+	_, code, done := parseOpts(e, prog, sdiagOpts(), args, func(o *jobspec.Opt, val string, has bool) error {
 		switch o.ID() {
 		case "r":
 			reset = true

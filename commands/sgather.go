@@ -7,13 +7,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
 )
 
-var sgatherOpts = opts("compress,C", "force,f", "fanout,F,:", "jobid,j,:", "keep,k", "preserve,p",
-	"recursive,r", "timeout,t,:", "verbose,v", "version,V", "help,h", "usage")
+var sgatherOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts("compress,C", "force,f", "fanout,F,:", "jobid,j,:", "keep,k", "preserve,p",
+		"recursive,r", "timeout,t,:", "verbose,v", "version,V", "help,h", "usage")
+})
 
 const sgatherUsage = "Usage: sgather [-CfFjkprtvV] SOURCE DEST\n"
 
@@ -45,7 +48,7 @@ func sgatherMain(e *Env, prog string, args []string) int {
 	if _, ok := e.LookupEnv("SGATHER_KEEP"); ok {
 		keep = true
 	}
-	rest, code, done := parseOpts(e, prog, sgatherOpts, args, func(o *jobspec.Opt, val string, has bool) error {
+	rest, code, done := parseOpts(e, prog, sgatherOpts(), args, func(o *jobspec.Opt, val string, has bool) error {
 		switch o.ID() {
 		case "f":
 			force = true

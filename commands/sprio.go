@@ -9,15 +9,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
 )
 
-var sprioOpts = opts("jobs,j,::", "user,u,:", "users,u,:", "long,l", "norm,n", "weights,w", "noheader,h",
-	"partition,p,:", "cluster,M,:", "clusters,M,:", "format,o,:", "sort,S,:", "verbose,v", "federation",
-	"local", "sibling", "help", "usage", "version,V")
+var sprioOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts("jobs,j,::", "user,u,:", "users,u,:", "long,l", "norm,n", "weights,w", "noheader,h",
+		"partition,p,:", "cluster,M,:", "clusters,M,:", "format,o,:", "sort,S,:", "verbose,v", "federation",
+		"local", "sibling", "help", "usage", "version,V")
+})
 
 const sprioUsage = "Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]\n" +
 	"     [--federation] [--local] [--sibling] [--usage] [-hlnvVw]\n"
@@ -59,7 +62,7 @@ type sprioParams struct {
 // leader's latest scheduling pass.
 func sprioMain(e *Env, prog string, args []string) int {
 	p := &sprioParams{sprioView: sprioView{jobs: map[uint64]bool{}, users: map[string]bool{}, parts: map[string]bool{}}}
-	rest, code, done := parseOpts(e, prog, sprioOpts, args, p.option(e, prog))
+	rest, code, done := parseOpts(e, prog, sprioOpts(), args, p.option(e, prog))
 	if done {
 		return code
 	}

@@ -7,14 +7,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
 )
 
-var sreportOpts = opts("all_clusters,a", "cluster,M,:", "federation", "help,h", "local", "noheader,n", "parsable,p",
-	"parsable2,P", "quiet,Q", "tres,T,:", "time,t,:", "usage", "verbose,v", "version,V")
+var sreportOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts("all_clusters,a", "cluster,M,:", "federation", "help,h", "local", "noheader,n", "parsable,p",
+		"parsable2,P", "quiet,Q", "tres,T,:", "time,t,:", "usage", "verbose,v", "version,V")
+})
 
 const sreportUsage = "Usage: sreport [-a|-M cluster|--local] [-n] [-p|-P] [-Q] [-v] [-T tres]\n" +
 	"               [-t minutes|hours|seconds|percent] [--federation] [--help]\n" +
@@ -133,7 +136,7 @@ func (p *sreportParams) settle(e *Env, prog string) bool {
 // accountutilizationbyuser over a window, from accounting.
 func sreportMain(e *Env, prog string, args []string) int {
 	p := &sreportParams{v: reportView{unit: "minutes"}}
-	rest, code, done := parseOpts(e, prog, sreportOpts, args, p.option(e))
+	rest, code, done := parseOpts(e, prog, sreportOpts(), args, p.option(e))
 	if done {
 		return code
 	}

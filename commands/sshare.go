@@ -5,14 +5,17 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
 )
 
-var sshareOpts = opts("all,a", "accounts,A,:", "helpformat,e", "users,u,:", "Users,U", "long,l", "partition,m",
-	"cluster,M,:", "clusters,M,:", "noheader,n", "format,o,:", "parsable,p", "parsable2,P", "verbose,v",
-	"help", "usage", "version,V")
+var sshareOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts("all,a", "accounts,A,:", "helpformat,e", "users,u,:", "Users,U", "long,l", "partition,m",
+		"cluster,M,:", "clusters,M,:", "noheader,n", "format,o,:", "parsable,p", "parsable2,P", "verbose,v",
+		"help", "usage", "version,V")
+})
 
 const sshareUsage = "Usage: sshare [-a] [-A accounts] [-u users] [-U] [-l] [-m] [-n] [-o fields]\n" +
 	"              [-p|-P] [-M cluster] [-v] [--help] [--usage] [-V]\n"
@@ -46,7 +49,7 @@ func sshareMain(e *Env, prog string, args []string) int {
 	var acctList, userList []string
 	verbose := 0
 	cluster := ""
-	_, code, done := parseOpts(e, prog, sshareOpts, args, func(o *jobspec.Opt, val string, has bool) error {
+	_, code, done := parseOpts(e, prog, sshareOpts(), args, func(o *jobspec.Opt, val string, has bool) error {
 		switch o.ID() {
 		case "a":
 			v.all = true

@@ -7,14 +7,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
 	"hpc/commands/format"
 )
 
-var sstatOpts = opts("allsteps,a", "helpformat,e", "help,h", "pidformat,i", "jobs,j,:", "noheader,n",
-	"fields,o,:", "format,o,:", "noconvert", "parsable,p", "parsable2,P", "usage", "verbose,v", "version,V")
+var sstatOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts("allsteps,a", "helpformat,e", "help,h", "pidformat,i", "jobs,j,:", "noheader,n",
+		"fields,o,:", "format,o,:", "noconvert", "parsable,p", "parsable2,P", "usage", "verbose,v", "version,V")
+})
 
 const sstatUsage = "Usage: sstat [options] -j <job(.stepid)>\n\tUse --help for help\n"
 
@@ -84,7 +87,7 @@ func sstatMain(e *Env, prog string, args []string) int {
 		all, pid bool
 		verbose  int
 	)
-	rest, code, done := parseOpts(e, prog, sstatOpts, args, func(opt *jobspec.Opt, val string, has bool) error {
+	rest, code, done := parseOpts(e, prog, sstatOpts(), args, func(opt *jobspec.Opt, val string, has bool) error {
 		switch opt.ID() {
 		case "a":
 			all = true

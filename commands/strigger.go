@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
@@ -25,17 +26,19 @@ import (
 // --front_end): those triggers are kept and listed but their events never
 // happen. -M is accepted and ignored: hpc runs one cluster.
 
-var striggerOpts = opts(
-	"primary_slurmctld_failure,a", "primary_slurmctld_resumed_operation,A",
-	"primary_slurmctld_resumed_control,b", "backup_slurmctld_failure,B",
-	"backup_slurmctld_resumed_operation,c", "backup_slurmctld_assumed_control,C",
-	"down,d", "drained,D", "primary_slurmctld_acct_buffer_full,e", "fini,f", "fail,F",
-	"primary_slurmdbd_failure,g", "primary_slurmdbd_resumed_operation,G",
-	"primary_database_failure,h", "primary_database_resumed_operation,H",
-	"id,i,:", "idle,I", "jobid,j,:", "cluster,M,:", "clusters,M,:", "node,n,::", "noheader,N",
-	"offset,o,:", "program,p,:", "quiet,Q", "reconfig,r", "time,t", "up,u", "verbose,v", "version,V",
-	"burst_buffer", "clear", "flags,,:", "front_end", "get", "help", "set", "usage", "user,,:",
-)
+var striggerOpts = sync.OnceValue(func() *jobspec.Getopt {
+	return opts(
+		"primary_slurmctld_failure,a", "primary_slurmctld_resumed_operation,A",
+		"primary_slurmctld_resumed_control,b", "backup_slurmctld_failure,B",
+		"backup_slurmctld_resumed_operation,c", "backup_slurmctld_assumed_control,C",
+		"down,d", "drained,D", "primary_slurmctld_acct_buffer_full,e", "fini,f", "fail,F",
+		"primary_slurmdbd_failure,g", "primary_slurmdbd_resumed_operation,G",
+		"primary_database_failure,h", "primary_database_resumed_operation,H",
+		"id,i,:", "idle,I", "jobid,j,:", "cluster,M,:", "clusters,M,:", "node,n,::", "noheader,N",
+		"offset,o,:", "program,p,:", "quiet,Q", "reconfig,r", "time,t", "up,u", "verbose,v", "version,V",
+		"burst_buffer", "clear", "flags,,:", "front_end", "get", "help", "set", "usage", "user,,:",
+	)
+})
 
 const striggerUsage = "Usage: strigger [--set | --get | --clear | --version] [-aAbBcCdDefFgGhHiIjnNopQrtuv]\n"
 
@@ -153,7 +156,7 @@ func atoi(s string) int64 {
 // is over.
 func striggerParse(e *Env, prog string, args []string) (*striggerParams, int, bool) {
 	p := &striggerParams{events: map[string]bool{}}
-	_, code, done := parseOpts(e, prog, striggerOpts, args, func(o *jobspec.Opt, val string, has bool) error {
+	_, code, done := parseOpts(e, prog, striggerOpts(), args, func(o *jobspec.Opt, val string, has bool) error {
 		id := o.ID()
 		if _, ok := striggerEvents[id]; ok {
 			p.events[id] = true
