@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -281,13 +280,14 @@ func TestProfilesRootOnly(t *testing.T) {
 		{peer.Identity{Node: true}, false, http.StatusForbidden},
 		{peer.Identity{UID: 0}, true, http.StatusForbidden}, // root on another node
 	} {
-		req := httptest.NewRequest(http.MethodGet, "/debug/pprof/cmdline", nil)
+		req := httptest.NewRequest(http.MethodGet, "/debug/pprof/goroutine", nil)
+		req.SetPathValue("name", "goroutine")
 		req = req.WithContext(peer.WithIdentity(req.Context(), c.id))
 		if c.tls {
 			req.TLS = &tls.ConnectionState{}
 		}
 		rec := httptest.NewRecorder()
-		rootOnly(pprof.Cmdline)(rec, req)
+		rootOnly(namedProfile)(rec, req)
 		if rec.Code != c.want {
 			t.Errorf("%+v tls=%v: %d, want %d", c.id, c.tls, rec.Code, c.want)
 		}

@@ -3,26 +3,29 @@ package cluster
 import (
 	"errors"
 	"net/http"
-	"net/http/pprof"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
 
 	"hpc/cluster/peer"
 )
 
-// registerProfileRoutes serves Go's profiles (CPU, heap, allocations,
-// blocking, goroutines) of this daemon to root on its local socket, for
-// finding what dominates before making anything faster:
+// registerProfileRoutes serves Go's profiles of this daemon to root on its
+// local socket, for finding what dominates before making anything faster:
 //
 //	curl --unix-socket /var/lib/hpc/node1/hpc.sock -o cpu.pprof 'http://x/debug/pprof/profile?seconds=10'
+//	curl --unix-socket /var/lib/hpc/node1/hpc.sock -o heap.pprof http://x/debug/pprof/heap
 //	go tool pprof -top bin/hpc cpu.pprof
 //
-// Another node's request is refused: profiles are for the machine's own
-// administrator.
+// /debug/pprof/NAME serves runtime/pprof's profile NAME (heap, allocs,
+// goroutine, block, mutex, threadcreate); ?debug=1 or 2 as text. Another
+// node's request is refused: profiles are for the machine's own
+// administrator. (net/http/pprof is not imported: its init would run in
+// every command this binary is.)
 func (d *Daemon) registerProfileRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("/debug/pprof/", rootOnly(pprof.Index))
-	mux.HandleFunc("/debug/pprof/cmdline", rootOnly(pprof.Cmdline))
-	mux.HandleFunc("/debug/pprof/profile", rootOnly(pprof.Profile))
-	mux.HandleFunc("/debug/pprof/symbol", rootOnly(pprof.Symbol))
-	mux.HandleFunc("/debug/pprof/trace", rootOnly(pprof.Trace))
+	mux.HandleFunc("GET /debug/pprof/profile", rootOnly(cpuProfile))
+	mux.HandleFunc("GET /debug/pprof/{name}", rootOnly(namedProfile))
 }
 
 // rootOnly admits root on the local socket only.
@@ -34,4 +37,38 @@ func rootOnly(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// cpuProfile records the CPU for ?seconds= (default 30, at most 300).
+func cpuProfile(w http.ResponseWriter, r *http.Request) {
+	secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+	if err != nil || secs <= 0 {
+		secs = 30
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if err := pprof.StartCPUProfile(w); err != nil {
+		peer.WriteErr(w, http.StatusConflict, err) // another one is running
+		return
+	}
+	select {
+	case <-time.After(time.Duration(min(secs, 300)) * time.Second):
+	case <-r.Context().Done():
+	}
+	pprof.StopCPUProfile()
+}
+
+// namedProfile writes one of runtime/pprof's profiles.
+func namedProfile(w http.ResponseWriter, r *http.Request) {
+	p := pprof.Lookup(strings.TrimSpace(r.PathValue("name")))
+	if p == nil {
+		peer.WriteErr(w, http.StatusNotFound, errors.New("no such profile"))
+		return
+	}
+	debug, _ := strconv.Atoi(r.URL.Query().Get("debug"))
+	if debug > 0 {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/octet-stream")
+	}
+	_ = p.WriteTo(w, debug)
 }

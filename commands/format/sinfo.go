@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
@@ -278,35 +279,39 @@ var (
 	}, nil, nil}
 )
 
-// sinfoLetters are sinfo's -o letters.
-var sinfoLetters = map[byte]sinfoCol{
-	'a': colAvail, 'A': colNodesAI, 'b': colFeaturesAct, 'B': colMaxCPUs, 'c': colCPUs,
-	'C': colCPUsAIOT, 'd': colDisk, 'D': colNodes, 'e': colFreeMem, 'E': colReason,
-	'f': colFeatures, 'F': colNodesAIOT, 'g': colGrps, 'G': colGres, 'h': colOver,
-	'H': colTimestamp, 'I': colPrioFactor, 'l': colTime, 'L': colDefaultTime, 'm': colMemory,
-	'M': colPreemptMode, 'n': colHostnames, 'N': colNodeList, 'o': colNodeAddr, 'O': colCPULoad,
-	'p': colPrioTier, 'P': colPartition, 'r': colRoot, 'R': colPartitionName, 's': colSize,
-	'S': colAllocNodes, 't': colStateShort, 'T': colStateLong, 'u': colUser, 'U': colUserLong,
-	'v': colVersion, 'V': colCluster, 'w': colWeight, 'X': colSockets, 'Y': colCores,
-	'Z': colThreads, 'z': colSCT,
-}
+// sinfoLetters() are sinfo's -o letters.
+var sinfoLetters = sync.OnceValue(func() map[byte]sinfoCol {
+	return map[byte]sinfoCol{
+		'a': colAvail, 'A': colNodesAI, 'b': colFeaturesAct, 'B': colMaxCPUs, 'c': colCPUs,
+		'C': colCPUsAIOT, 'd': colDisk, 'D': colNodes, 'e': colFreeMem, 'E': colReason,
+		'f': colFeatures, 'F': colNodesAIOT, 'g': colGrps, 'G': colGres, 'h': colOver,
+		'H': colTimestamp, 'I': colPrioFactor, 'l': colTime, 'L': colDefaultTime, 'm': colMemory,
+		'M': colPreemptMode, 'n': colHostnames, 'N': colNodeList, 'o': colNodeAddr, 'O': colCPULoad,
+		'p': colPrioTier, 'P': colPartition, 'r': colRoot, 'R': colPartitionName, 's': colSize,
+		'S': colAllocNodes, 't': colStateShort, 'T': colStateLong, 'u': colUser, 'U': colUserLong,
+		'v': colVersion, 'V': colCluster, 'w': colWeight, 'X': colSockets, 'Y': colCores,
+		'Z': colThreads, 'z': colSCT,
+	}
+})
 
-// sinfoNames are sinfo's -O names.
-var sinfoNames = map[string]sinfoCol{
-	"allocmem": colAllocMem, "allocnodes": colAllocNodes, "available": colAvail, "cluster": colCluster,
-	"comment": colComment, "cpus": colCPUs, "cpusload": colCPULoad, "freemem": colFreeMem,
-	"cpusstate": colCPUsAIOT, "cores": colCores, "defaulttime": colDefaultTime, "disk": colDisk,
-	"features": colFeatures, "features_act": colFeaturesAct, "groups": colGrps, "gres": colGres,
-	"gresused": colGresUsed, "maxcpuspernode": colMaxCPUs, "memory": colMemory, "nodes": colNodes,
-	"nodeaddr": colNodeAddr, "nodeai": colNodesAI, "nodeaiot": colNodesAIOT, "nodehost": colHostnames,
-	"nodelist": colNodeList, "partition": colPartition, "partitionname": colPartitionName,
-	"port": colPort, "preemptmode": colPreemptMode, "priorityjobfactor": colPrioFactor,
-	"prioritytier": colPrioTier, "reason": colReason, "root": colRoot, "oversubscribe": colOver,
-	"share": colOver, "size": colSize, "statecompact": colStateShort, "statecomplete": colStateComplete,
-	"statelong": colStateLong, "sockets": colSockets, "socketcorethread": colSCT, "time": colTime,
-	"timestamp": colTimestamp, "threads": colThreads, "user": colUser, "userlong": colUserLong,
-	"version": colVersion, "weight": colWeight,
-}
+// sinfoNames() are sinfo's -O names.
+var sinfoNames = sync.OnceValue(func() map[string]sinfoCol {
+	return map[string]sinfoCol{
+		"allocmem": colAllocMem, "allocnodes": colAllocNodes, "available": colAvail, "cluster": colCluster,
+		"comment": colComment, "cpus": colCPUs, "cpusload": colCPULoad, "freemem": colFreeMem,
+		"cpusstate": colCPUsAIOT, "cores": colCores, "defaulttime": colDefaultTime, "disk": colDisk,
+		"features": colFeatures, "features_act": colFeaturesAct, "groups": colGrps, "gres": colGres,
+		"gresused": colGresUsed, "maxcpuspernode": colMaxCPUs, "memory": colMemory, "nodes": colNodes,
+		"nodeaddr": colNodeAddr, "nodeai": colNodesAI, "nodeaiot": colNodesAIOT, "nodehost": colHostnames,
+		"nodelist": colNodeList, "partition": colPartition, "partitionname": colPartitionName,
+		"port": colPort, "preemptmode": colPreemptMode, "priorityjobfactor": colPrioFactor,
+		"prioritytier": colPrioTier, "reason": colReason, "root": colRoot, "oversubscribe": colOver,
+		"share": colOver, "size": colSize, "statecompact": colStateShort, "statecomplete": colStateComplete,
+		"statelong": colStateLong, "sockets": colSockets, "socketcorethread": colSCT, "time": colTime,
+		"timestamp": colTimestamp, "threads": colThreads, "user": colUser, "userlong": colUserLong,
+		"version": colVersion, "weight": colWeight,
+	}
+})
 
 func minMax(nodes []api.Node, f func(api.Node) int64) (int64, int64) {
 	if len(nodes) == 0 {
@@ -345,12 +350,12 @@ const (
 // print literally and are reported, one line each, as "Invalid node format
 // specification: X"; the items are usable even then.
 func ParseSinfoFormat(s string) ([]sinfoItem, error) {
-	fields, err := parsePercentFormat(s, func(c byte) bool { _, ok := sinfoLetters[c]; return ok }, "Invalid node format specification")
+	fields, err := parsePercentFormat(s, func(c byte) bool { _, ok := sinfoLetters()[c]; return ok }, "Invalid node format specification")
 	var items []sinfoItem
 	for _, f := range fields {
 		it := sinfoItem{width: f.Width, right: f.Right, suffix: f.Text}
 		if f.Letter != 0 {
-			it.col = sinfoLetters[f.Letter]
+			it.col = sinfoLetters()[f.Letter]
 		}
 		items = append(items, it)
 	}
@@ -381,7 +386,7 @@ func ParseSinfoLongFormat(s string) ([]sinfoItem, error) {
 			it.width, _ = strconv.Atoi(spec[:i])
 			it.suffix = spec[i:]
 		}
-		col, ok := sinfoNames[strings.ToLower(name)]
+		col, ok := sinfoNames()[strings.ToLower(name)]
 		if !ok {
 			errs = append(errs, fmt.Errorf("Invalid node format specification: %s", name))
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
@@ -36,7 +37,7 @@ type Field struct {
 func (f Field) column() (squeueCol, bool) {
 	switch {
 	case f.Letter != 0:
-		c, ok := squeueCols[f.Letter]
+		c, ok := squeueCols()[f.Letter]
 		return c, ok
 	case f.Name != "":
 		c, ok := squeueLongCols[strings.ToLower(f.Name)]
@@ -60,109 +61,111 @@ func constant(s string) func(*api.Job, time.Time) (string, bool) {
 	return func(*api.Job, time.Time) (string, bool) { return s, true }
 }
 
-var squeueCols = map[byte]squeueCol{
-	'a': {"ACCOUNT", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(jobAccount(j))) }},
-	'A': {"JOBID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(j.ID, 10)) }},
-	'b': {"TRES_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
-	'B': {"EXEC_HOST", true, func(j *api.Job, _ time.Time) (string, bool) {
-		if j.BatchHost == "" {
-			return cut("n/a")
-		}
-		return cut(j.BatchHost)
-	}},
-	'c': {"MIN_CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobCPUsPerTask(j))) }},
-	'C': {"CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumCPUs(j))) }},
-	'd': {"MIN_TMP_DISK", true, constant("0")},
-	'D': {"NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumNodes(j))) }},
-	'e': {"END_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
-		if j.Spec.TimeLimitMin < 0 && jobStarted(j) && j.EndTime.IsZero() {
-			return cut("NONE") // no limit, still running
-		}
-		return cut(dateOrNA(jobEndTime(j)))
-	}},
-	'E': {"DEPENDENCY", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(dependencyString(j)) }},
-	'f': {"FEATURES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Constraint)) }},
-	'F': {"ARRAY_JOB_ID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(arrayJobID(j)) }},
-	'g': {"GROUP", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobGroup(j)) }},
-	'G': {"GROUP", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.GID), 10)) }},
-	'h': {"OVER_SUBSCRIBE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(overSubscribe(j)) }},
-	'H': {"SOCKETS_PER_NODE", true, constant("*")},
-	'i': {"JOBID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
-	'I': {"CORES_PER_SOCKET", true, constant("*")},
-	'j': {"NAME", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Name)) }},
-	'J': {"THREADS_PER_CORE", true, constant("*")},
-	'k': {"COMMENT", true, constant("(null)")},
-	'K': {"ARRAY_TASK_ID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(arrayTaskID(j)) }},
-	'l': {"TIME_LIMIT", true, func(j *api.Job, _ time.Time) (string, bool) {
-		switch {
-		case j.Spec.TimeLimitMin < 0:
-			return cut("UNLIMITED")
-		case j.Spec.TimeLimitMin == 0:
-			return cut("NOT_SET")
-		}
-		return nocut(TimeLimit(j.Spec.TimeLimitMin))
-	}},
-	'L': {"TIME_LEFT", true, func(j *api.Job, now time.Time) (string, bool) {
-		switch {
-		case j.Spec.TimeLimitMin < 0:
-			return cut("UNLIMITED")
-		case j.Spec.TimeLimitMin == 0:
-			return cut("NOT_SET")
-		}
-		left := j.Spec.TimeLimitMin*60 - int64(jobRunTime(j, now)/time.Second)
-		return nocut(squeueSecs(left))
-	}},
-	'm': {"MIN_MEMORY", true, func(j *api.Job, _ time.Time) (string, bool) {
-		return cut(convertMB(minMemKey(j)))
-	}},
-	'M': {"TIME", true, func(j *api.Job, now time.Time) (string, bool) { return nocut(Elapsed(jobRunTime(j, now))) }},
-	'n': {"REQ_NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.Spec.NodeList) }},
-	'N': {"NODELIST", false, func(j *api.Job, _ time.Time) (string, bool) { return nocut(nodeList(j.NodeNames())) }},
-	'o': {"COMMAND", true, constant("(null)")},
-	'O': {"CONTIGUOUS", true, constant("0")},
-	'p': {"PRIORITY", true, func(j *api.Job, _ time.Time) (string, bool) {
-		return cut(fmt.Sprintf("%16.14f", float64(BasicPriority(j))/float64(0xffffffff)))
-	}},
-	'P': {"PARTITION", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Partition)) }},
-	'q': {"QOS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobQOS(j)) }},
-	'Q': {"PRIORITY", true, func(j *api.Job, _ time.Time) (string, bool) {
-		return cut(strconv.FormatUint(uint64(BasicPriority(j)), 10))
-	}},
-	'r': {"REASON", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobReason(j)) }},
-	'R': {"NODELIST(REASON)", false, func(j *api.Job, _ time.Time) (string, bool) {
-		switch j.State {
-		case api.StatePending, api.StateTimeout, api.StateOutOfMemory, api.StateFailed:
-			return cut("(" + jobReason(j) + ")")
-		}
-		return nocut(nodeList(j.NodeNames()))
-	}},
-	's': {"", true, constant("")}, // select plugin data; cons_tres prints none
-	'S': {"START_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
-		if j.State == api.StatePending {
-			return cut(dateOrNA(expectedStart(j)))
-		}
-		return cut(dateOrNA(j.StartTime))
-	}},
-	't': {"ST", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.State.Short()) }},
-	'T': {"STATE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(string(j.State)) }},
-	'u': {"USER", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobUser(j)) }},
-	'U': {"UID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.UID), 10)) }},
-	'v': {"RESERVATION", true, constant("(null)")},
-	'V': {"SUBMIT_TIME", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(dateOrNA(j.SubmitTime)) }},
-	'w': {"WCKEY", true, constant("(null)")},
-	'W': {"LICENSES", true, constant("(null)")},
-	'x': {"EXC_NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.Spec.Exclude) }},
-	'X': {"CORE_SPEC", true, constant("N/A")},
-	'y': {"NICE", true, constant("0")},
-	'Y': {"SCHEDNODES", false, func(j *api.Job, _ time.Time) (string, bool) {
-		if j.State == api.StatePending && len(j.SchedNodes) > 0 {
-			return nocut(nodeList(j.SchedNodes))
-		}
-		return nocut("(null)")
-	}},
-	'z': {"S:C:T", true, constant("*:*:*")},
-	'Z': {"WORK_DIR", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.WorkDir)) }},
-}
+var squeueCols = sync.OnceValue(func() map[byte]squeueCol {
+	return map[byte]squeueCol{
+		'a': {"ACCOUNT", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(jobAccount(j))) }},
+		'A': {"JOBID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(j.ID, 10)) }},
+		'b': {"TRES_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
+		'B': {"EXEC_HOST", true, func(j *api.Job, _ time.Time) (string, bool) {
+			if j.BatchHost == "" {
+				return cut("n/a")
+			}
+			return cut(j.BatchHost)
+		}},
+		'c': {"MIN_CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobCPUsPerTask(j))) }},
+		'C': {"CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumCPUs(j))) }},
+		'd': {"MIN_TMP_DISK", true, constant("0")},
+		'D': {"NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumNodes(j))) }},
+		'e': {"END_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
+			if j.Spec.TimeLimitMin < 0 && jobStarted(j) && j.EndTime.IsZero() {
+				return cut("NONE") // no limit, still running
+			}
+			return cut(dateOrNA(jobEndTime(j)))
+		}},
+		'E': {"DEPENDENCY", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(dependencyString(j)) }},
+		'f': {"FEATURES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Constraint)) }},
+		'F': {"ARRAY_JOB_ID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(arrayJobID(j)) }},
+		'g': {"GROUP", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobGroup(j)) }},
+		'G': {"GROUP", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.GID), 10)) }},
+		'h': {"OVER_SUBSCRIBE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(overSubscribe(j)) }},
+		'H': {"SOCKETS_PER_NODE", true, constant("*")},
+		'i': {"JOBID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobID(j)) }},
+		'I': {"CORES_PER_SOCKET", true, constant("*")},
+		'j': {"NAME", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Name)) }},
+		'J': {"THREADS_PER_CORE", true, constant("*")},
+		'k': {"COMMENT", true, constant("(null)")},
+		'K': {"ARRAY_TASK_ID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(arrayTaskID(j)) }},
+		'l': {"TIME_LIMIT", true, func(j *api.Job, _ time.Time) (string, bool) {
+			switch {
+			case j.Spec.TimeLimitMin < 0:
+				return cut("UNLIMITED")
+			case j.Spec.TimeLimitMin == 0:
+				return cut("NOT_SET")
+			}
+			return nocut(TimeLimit(j.Spec.TimeLimitMin))
+		}},
+		'L': {"TIME_LEFT", true, func(j *api.Job, now time.Time) (string, bool) {
+			switch {
+			case j.Spec.TimeLimitMin < 0:
+				return cut("UNLIMITED")
+			case j.Spec.TimeLimitMin == 0:
+				return cut("NOT_SET")
+			}
+			left := j.Spec.TimeLimitMin*60 - int64(jobRunTime(j, now)/time.Second)
+			return nocut(squeueSecs(left))
+		}},
+		'm': {"MIN_MEMORY", true, func(j *api.Job, _ time.Time) (string, bool) {
+			return cut(convertMB(minMemKey(j)))
+		}},
+		'M': {"TIME", true, func(j *api.Job, now time.Time) (string, bool) { return nocut(Elapsed(jobRunTime(j, now))) }},
+		'n': {"REQ_NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.Spec.NodeList) }},
+		'N': {"NODELIST", false, func(j *api.Job, _ time.Time) (string, bool) { return nocut(nodeList(j.NodeNames())) }},
+		'o': {"COMMAND", true, constant("(null)")},
+		'O': {"CONTIGUOUS", true, constant("0")},
+		'p': {"PRIORITY", true, func(j *api.Job, _ time.Time) (string, bool) {
+			return cut(fmt.Sprintf("%16.14f", float64(BasicPriority(j))/float64(0xffffffff)))
+		}},
+		'P': {"PARTITION", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Partition)) }},
+		'q': {"QOS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobQOS(j)) }},
+		'Q': {"PRIORITY", true, func(j *api.Job, _ time.Time) (string, bool) {
+			return cut(strconv.FormatUint(uint64(BasicPriority(j)), 10))
+		}},
+		'r': {"REASON", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobReason(j)) }},
+		'R': {"NODELIST(REASON)", false, func(j *api.Job, _ time.Time) (string, bool) {
+			switch j.State {
+			case api.StatePending, api.StateTimeout, api.StateOutOfMemory, api.StateFailed:
+				return cut("(" + jobReason(j) + ")")
+			}
+			return nocut(nodeList(j.NodeNames()))
+		}},
+		's': {"", true, constant("")}, // select plugin data; cons_tres prints none
+		'S': {"START_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
+			if j.State == api.StatePending {
+				return cut(dateOrNA(expectedStart(j)))
+			}
+			return cut(dateOrNA(j.StartTime))
+		}},
+		't': {"ST", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.State.Short()) }},
+		'T': {"STATE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(string(j.State)) }},
+		'u': {"USER", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobUser(j)) }},
+		'U': {"UID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(j.UID), 10)) }},
+		'v': {"RESERVATION", true, constant("(null)")},
+		'V': {"SUBMIT_TIME", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(dateOrNA(j.SubmitTime)) }},
+		'w': {"WCKEY", true, constant("(null)")},
+		'W': {"LICENSES", true, constant("(null)")},
+		'x': {"EXC_NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.Spec.Exclude) }},
+		'X': {"CORE_SPEC", true, constant("N/A")},
+		'y': {"NICE", true, constant("0")},
+		'Y': {"SCHEDNODES", false, func(j *api.Job, _ time.Time) (string, bool) {
+			if j.State == api.StatePending && len(j.SchedNodes) > 0 {
+				return nocut(nodeList(j.SchedNodes))
+			}
+			return nocut("(null)")
+		}},
+		'z': {"S:C:T", true, constant("*:*:*")},
+		'Z': {"WORK_DIR", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.WorkDir)) }},
+	}
+})
 
 // ParseSqueueFormat reads a squeue -o/--format string such as
 // "%.18i %.9P %8j %-8u %R". Each "%[.][-][width]letter" becomes a Field; text
@@ -175,7 +178,7 @@ var squeueCols = map[byte]squeueCol{
 // bad field, "Invalid job format specification: X") is for the caller to
 // print as a warning. The fields are valid even when err is not nil.
 func ParseSqueueFormat(s string) ([]Field, error) {
-	return parsePercentFormat(s, func(c byte) bool { _, ok := squeueCols[c]; return ok }, "Invalid job format specification")
+	return parsePercentFormat(s, func(c byte) bool { _, ok := squeueCols()[c]; return ok }, "Invalid job format specification")
 }
 
 // parsePercentFormat parses a "%[.]width letter" format; valid says which

@@ -6,27 +6,30 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
 )
 
-// squeueAliases are the -O/--Format names that print exactly what a
+// squeueAliases() are the -O/--Format names that print exactly what a
 // one-letter -o field prints.
-var squeueAliases = map[string]byte{
-	"account": 'a', "jobid": 'A', "batchhost": 'B', "mincpus": 'c', "numcpus": 'C',
-	"mintmpdisk": 'd', "numnodes": 'D', "endtime": 'e', "dependency": 'E',
-	"feature": 'f', "arrayjobid": 'F', "groupname": 'g', "groupid": 'G',
-	"oversubscribe": 'h', "shared": 'h', "sockets": 'H', "jobarrayid": 'i',
-	"cores": 'I', "name": 'j', "threads": 'J', "comment": 'k', "arraytaskid": 'K',
-	"timelimit": 'l', "timeleft": 'L', "minmemory": 'm', "timeused": 'M',
-	"reqnodes": 'n', "nodelist": 'N', "command": 'o', "contiguous": 'O',
-	"priority": 'p', "partition": 'P', "qos": 'q', "prioritylong": 'Q',
-	"reason": 'r', "reasonlist": 'R', "selectjobinfo": 's', "starttime": 'S',
-	"statecompact": 't', "state": 'T', "username": 'u', "userid": 'U',
-	"reservation": 'v', "submittime": 'V', "wckey": 'w', "licenses": 'W',
-	"corespec": 'X', "nice": 'y', "schednodes": 'Y', "sct": 'z', "workdir": 'Z',
-}
+var squeueAliases = sync.OnceValue(func() map[string]byte {
+	return map[string]byte{
+		"account": 'a', "jobid": 'A', "batchhost": 'B', "mincpus": 'c', "numcpus": 'C',
+		"mintmpdisk": 'd', "numnodes": 'D', "endtime": 'e', "dependency": 'E',
+		"feature": 'f', "arrayjobid": 'F', "groupname": 'g', "groupid": 'G',
+		"oversubscribe": 'h', "shared": 'h', "sockets": 'H', "jobarrayid": 'i',
+		"cores": 'I', "name": 'j', "threads": 'J', "comment": 'k', "arraytaskid": 'K',
+		"timelimit": 'l', "timeleft": 'L', "minmemory": 'm', "timeused": 'M',
+		"reqnodes": 'n', "nodelist": 'N', "command": 'o', "contiguous": 'O',
+		"priority": 'p', "partition": 'P', "qos": 'q', "prioritylong": 'Q',
+		"reason": 'r', "reasonlist": 'R', "selectjobinfo": 's', "starttime": 'S',
+		"statecompact": 't', "state": 'T', "username": 'u', "userid": 'U',
+		"reservation": 'v', "submittime": 'V', "wckey": 'w', "licenses": 'W',
+		"corespec": 'X', "nice": 'y', "schednodes": 'Y', "sct": 'z', "workdir": 'Z',
+	}
+})
 
 // squeueLongCols are the -O/--Format fields: the aliases of the letters
 // and the fields that only -O has.
@@ -123,8 +126,8 @@ var squeueLongCols = func() map[string]squeueCol {
 	}
 	m["gres"] = m["tres-per-node"]
 	m["tres"] = m["tres-alloc"]
-	for name, letter := range squeueAliases {
-		m[name] = squeueCols[letter]
+	for name, letter := range squeueAliases() {
+		m[name] = squeueCols()[letter]
 	}
 	return m
 }()
@@ -227,50 +230,52 @@ func tresPerJob(j *api.Job) string {
 	return "gres:gpu:" + j.Spec.Gpus
 }
 
-// jobSortKeys are the -S letters squeue sorts jobs by, as comparisons
+// jobSortKeys() are the -S letters squeue sorts jobs by, as comparisons
 // (negative: a first). Letters squeue accepts but does not sort by map to
 // nil.
-var jobSortKeys = map[byte]func(a, b *api.Job, now time.Time) int{
-	'B': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.BatchHost, b.BatchHost) },
-	'c': nil,
-	'C': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumCPUs(a), jobNumCPUs(b)) },
-	'd': func(*api.Job, *api.Job, time.Time) int { return 0 },
-	'D': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumNodes(a), jobNumNodes(b)) },
-	'e': func(a, b *api.Job, _ time.Time) int { return jobEndTime(a).Compare(jobEndTime(b)) },
-	'f': nil,
-	'g': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobGroup(a), jobGroup(b)) },
-	'G': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.GID), int(b.GID)) },
-	'h': nil,
-	'H': func(*api.Job, *api.Job, time.Time) int { return 0 },
-	'i': func(a, b *api.Job, _ time.Time) int { return cmpUint(a.ID, b.ID) },
-	'I': func(*api.Job, *api.Job, time.Time) int { return 0 },
-	'j': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Name, b.Spec.Name) },
-	'J': func(*api.Job, *api.Job, time.Time) int { return 0 },
-	'l': func(a, b *api.Job, _ time.Time) int { return cmpUint(limitKey(a), limitKey(b)) },
-	'L': func(a, b *api.Job, now time.Time) int { return cmpInt64(timeLeftKey(a, now), timeLeftKey(b, now)) },
-	'm': func(a, b *api.Job, _ time.Time) int { return cmpInt64(minMemKey(a), minMemKey(b)) },
-	'M': func(a, b *api.Job, now time.Time) int {
-		return cmpInt64(int64(jobRunTime(a, now)), int64(jobRunTime(b, now)))
-	},
-	'n': nil,
-	'N': func(a, b *api.Job, _ time.Time) int { return compareNodeLists(a.NodeNames(), b.NodeNames()) },
-	'O': nil,
-	'p': func(a, b *api.Job, _ time.Time) int {
-		return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
-	},
-	'P': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Partition, b.Spec.Partition) },
-	'Q': func(a, b *api.Job, _ time.Time) int {
-		return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
-	},
-	'S': func(a, b *api.Job, now time.Time) int { return startKey(a, now).Compare(startKey(b, now)) },
-	't': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.State.Short(), b.State.Short()) },
-	'T': func(a, b *api.Job, _ time.Time) int { return strings.Compare(string(a.State), string(b.State)) },
-	'u': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobUser(a), jobUser(b)) },
-	'U': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.UID), int(b.UID)) },
-	'v': func(*api.Job, *api.Job, time.Time) int { return 0 },
-	'V': func(a, b *api.Job, _ time.Time) int { return a.SubmitTime.Compare(b.SubmitTime) },
-	'z': func(*api.Job, *api.Job, time.Time) int { return 0 },
-}
+var jobSortKeys = sync.OnceValue(func() map[byte]func(a, b *api.Job, now time.Time) int {
+	return map[byte]func(a, b *api.Job, now time.Time) int{
+		'B': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.BatchHost, b.BatchHost) },
+		'c': nil,
+		'C': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumCPUs(a), jobNumCPUs(b)) },
+		'd': func(*api.Job, *api.Job, time.Time) int { return 0 },
+		'D': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumNodes(a), jobNumNodes(b)) },
+		'e': func(a, b *api.Job, _ time.Time) int { return jobEndTime(a).Compare(jobEndTime(b)) },
+		'f': nil,
+		'g': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobGroup(a), jobGroup(b)) },
+		'G': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.GID), int(b.GID)) },
+		'h': nil,
+		'H': func(*api.Job, *api.Job, time.Time) int { return 0 },
+		'i': func(a, b *api.Job, _ time.Time) int { return cmpUint(a.ID, b.ID) },
+		'I': func(*api.Job, *api.Job, time.Time) int { return 0 },
+		'j': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Name, b.Spec.Name) },
+		'J': func(*api.Job, *api.Job, time.Time) int { return 0 },
+		'l': func(a, b *api.Job, _ time.Time) int { return cmpUint(limitKey(a), limitKey(b)) },
+		'L': func(a, b *api.Job, now time.Time) int { return cmpInt64(timeLeftKey(a, now), timeLeftKey(b, now)) },
+		'm': func(a, b *api.Job, _ time.Time) int { return cmpInt64(minMemKey(a), minMemKey(b)) },
+		'M': func(a, b *api.Job, now time.Time) int {
+			return cmpInt64(int64(jobRunTime(a, now)), int64(jobRunTime(b, now)))
+		},
+		'n': nil,
+		'N': func(a, b *api.Job, _ time.Time) int { return compareNodeLists(a.NodeNames(), b.NodeNames()) },
+		'O': nil,
+		'p': func(a, b *api.Job, _ time.Time) int {
+			return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
+		},
+		'P': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Partition, b.Spec.Partition) },
+		'Q': func(a, b *api.Job, _ time.Time) int {
+			return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
+		},
+		'S': func(a, b *api.Job, now time.Time) int { return startKey(a, now).Compare(startKey(b, now)) },
+		't': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.State.Short(), b.State.Short()) },
+		'T': func(a, b *api.Job, _ time.Time) int { return strings.Compare(string(a.State), string(b.State)) },
+		'u': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobUser(a), jobUser(b)) },
+		'U': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.UID), int(b.UID)) },
+		'v': func(*api.Job, *api.Job, time.Time) int { return 0 },
+		'V': func(a, b *api.Job, _ time.Time) int { return a.SubmitTime.Compare(b.SubmitTime) },
+		'z': func(*api.Job, *api.Job, time.Time) int { return 0 },
+	}
+})
 
 func cmpInt(a, b int) int {
 	switch {
@@ -371,7 +376,7 @@ func parseSort(spec string) (keys []sortKey, unknown []byte) {
 			continue
 		}
 		k := sortKey{letter: c, reverse: i > 0 && spec[i-1] == '-'}
-		if _, ok := jobSortKeys[c]; !ok && c != 'b' {
+		if _, ok := jobSortKeys()[c]; !ok && c != 'b' {
 			unknown = append(unknown, c)
 			continue
 		}
@@ -431,7 +436,7 @@ func sortedJobs(jobs []api.Job, spec string, now time.Time) []*api.Job {
 	sort.SliceStable(ps, func(a, b int) bool { return starts[ps[a]].After(starts[ps[b]]) })
 	for i := len(keys) - 1; i >= 0; i-- {
 		k := keys[i]
-		cmp := jobSortKeys[k.letter]
+		cmp := jobSortKeys()[k.letter]
 		if cmp == nil {
 			continue
 		}

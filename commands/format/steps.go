@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/api"
@@ -102,52 +103,56 @@ func stepTime(s Step, now time.Time) time.Duration {
 	return now.Sub(s.Start)
 }
 
-var stepCols = map[byte]stepCol{
-	'A': {"TASKS", func(s Step, _ time.Time) (string, bool) { return cut(strconv.Itoa(s.Tasks)) }},
-	'b': {"TRES_PER_NODE", func(Step, time.Time) (string, bool) { return cut("N/A") }},
-	'i': {"STEPID", func(s Step, _ time.Time) (string, bool) { return cut(s.StepID()) }},
-	'j': {"NAME", func(s Step, _ time.Time) (string, bool) { return cut(s.Name) }},
-	'l': {"TIME_LIMIT", func(s Step, _ time.Time) (string, bool) {
-		if s.TimeLimitMin <= 0 {
-			return cut("UNLIMITED")
-		}
-		return nocut(TimeLimit(s.TimeLimitMin))
-	}},
-	'M': {"TIME", func(s Step, now time.Time) (string, bool) { return nocut(Elapsed(stepTime(s, now))) }},
-	'N': {"NODELIST", func(s Step, _ time.Time) (string, bool) { return nocut(nodeList(s.Nodes)) }},
-	'P': {"PARTITION", func(s Step, _ time.Time) (string, bool) { return cut(s.Partition) }},
-	'S': {"START_TIME", func(s Step, _ time.Time) (string, bool) { return cut(dateOrNA(s.Start)) }},
-	'U': {"UID", func(s Step, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(s.UID), 10)) }},
-	'u': {"USER", func(s Step, _ time.Time) (string, bool) { return cut(s.User) }},
-}
+var stepCols = sync.OnceValue(func() map[byte]stepCol {
+	return map[byte]stepCol{
+		'A': {"TASKS", func(s Step, _ time.Time) (string, bool) { return cut(strconv.Itoa(s.Tasks)) }},
+		'b': {"TRES_PER_NODE", func(Step, time.Time) (string, bool) { return cut("N/A") }},
+		'i': {"STEPID", func(s Step, _ time.Time) (string, bool) { return cut(s.StepID()) }},
+		'j': {"NAME", func(s Step, _ time.Time) (string, bool) { return cut(s.Name) }},
+		'l': {"TIME_LIMIT", func(s Step, _ time.Time) (string, bool) {
+			if s.TimeLimitMin <= 0 {
+				return cut("UNLIMITED")
+			}
+			return nocut(TimeLimit(s.TimeLimitMin))
+		}},
+		'M': {"TIME", func(s Step, now time.Time) (string, bool) { return nocut(Elapsed(stepTime(s, now))) }},
+		'N': {"NODELIST", func(s Step, _ time.Time) (string, bool) { return nocut(nodeList(s.Nodes)) }},
+		'P': {"PARTITION", func(s Step, _ time.Time) (string, bool) { return cut(s.Partition) }},
+		'S': {"START_TIME", func(s Step, _ time.Time) (string, bool) { return cut(dateOrNA(s.Start)) }},
+		'U': {"UID", func(s Step, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(s.UID), 10)) }},
+		'u': {"USER", func(s Step, _ time.Time) (string, bool) { return cut(s.User) }},
+	}
+})
 
-// stepLongCols are the -O names squeue -s knows.
-var stepLongCols = map[string]stepCol{
-	"numtasks":  stepCols['A'],
-	"gres":      stepCols['b'],
-	"stepid":    stepCols['i'],
-	"stepname":  stepCols['j'],
-	"timelimit": stepCols['l'],
-	"timeused":  stepCols['M'],
-	"nodes":     stepCols['N'],
-	"partition": stepCols['P'],
-	"starttime": stepCols['S'],
-	"userid":    stepCols['U'],
-	"username":  stepCols['u'],
-	"jobid":     {"JOB_ID", func(s Step, _ time.Time) (string, bool) { return cut(strconv.FormatUint(s.JobID, 10)) }},
-	"arrayjobid": {"ARRAY_JOB_ID", func(s Step, _ time.Time) (string, bool) {
-		return cut(strconv.FormatUint(s.JobID, 10))
-	}},
-	"arraytaskid": {"ARRAY_TASK_ID", func(Step, time.Time) (string, bool) { return cut("N/A") }},
-	"numcpus":     {"NUM_CPUS", func(s Step, _ time.Time) (string, bool) { return cut(strconv.Itoa(s.CPUs)) }},
-	"stepstate":   {"STATE", func(s Step, _ time.Time) (string, bool) { return cut(s.State) }},
-	"network":     {"NETWORK", func(Step, time.Time) (string, bool) { return cut("(null)") }},
-}
+// stepLongCols() are the -O names squeue -s knows.
+var stepLongCols = sync.OnceValue(func() map[string]stepCol {
+	return map[string]stepCol{
+		"numtasks":  stepCols()['A'],
+		"gres":      stepCols()['b'],
+		"stepid":    stepCols()['i'],
+		"stepname":  stepCols()['j'],
+		"timelimit": stepCols()['l'],
+		"timeused":  stepCols()['M'],
+		"nodes":     stepCols()['N'],
+		"partition": stepCols()['P'],
+		"starttime": stepCols()['S'],
+		"userid":    stepCols()['U'],
+		"username":  stepCols()['u'],
+		"jobid":     {"JOB_ID", func(s Step, _ time.Time) (string, bool) { return cut(strconv.FormatUint(s.JobID, 10)) }},
+		"arrayjobid": {"ARRAY_JOB_ID", func(s Step, _ time.Time) (string, bool) {
+			return cut(strconv.FormatUint(s.JobID, 10))
+		}},
+		"arraytaskid": {"ARRAY_TASK_ID", func(Step, time.Time) (string, bool) { return cut("N/A") }},
+		"numcpus":     {"NUM_CPUS", func(s Step, _ time.Time) (string, bool) { return cut(strconv.Itoa(s.CPUs)) }},
+		"stepstate":   {"STATE", func(s Step, _ time.Time) (string, bool) { return cut(s.State) }},
+		"network":     {"NETWORK", func(Step, time.Time) (string, bool) { return cut("(null)") }},
+	}
+})
 
 // ParseStepFormat reads a squeue -s -o format; unknown letters print
 // literally and are reported as "Invalid job step format specification: X".
 func ParseStepFormat(s string) ([]Field, error) {
-	return parsePercentFormat(s, func(c byte) bool { _, ok := stepCols[c]; return ok }, "Invalid job step format specification")
+	return parsePercentFormat(s, func(c byte) bool { _, ok := stepCols()[c]; return ok }, "Invalid job step format specification")
 }
 
 // ParseStepLongFormat reads a squeue -s -O format (see
@@ -162,7 +167,7 @@ func ParseStepLongFormat(s string) ([]Field, error) {
 			continue
 		}
 		name, _, _ := strings.Cut(tok, ":")
-		if _, ok := stepLongCols[strings.ToLower(name)]; ok {
+		if _, ok := stepLongCols()[strings.ToLower(name)]; ok {
 			fields[i].Name = name
 		} else {
 			fields[i].Name = ""
@@ -176,10 +181,10 @@ func ParseStepLongFormat(s string) ([]Field, error) {
 func (f Field) stepColumn() (stepCol, bool) {
 	switch {
 	case f.Letter != 0:
-		c, ok := stepCols[f.Letter]
+		c, ok := stepCols()[f.Letter]
 		return c, ok
 	case f.Name != "":
-		c, ok := stepLongCols[strings.ToLower(f.Name)]
+		c, ok := stepLongCols()[strings.ToLower(f.Name)]
 		return c, ok
 	}
 	return stepCol{}, false
@@ -244,21 +249,23 @@ func stepNumber(id string) uint64 {
 	return 0xffffffff
 }
 
-var stepSortKeys = map[byte]func(a, b Step, now time.Time) int{
-	'i': func(a, b Step, _ time.Time) int {
-		if c := cmpUint(a.JobID, b.JobID); c != 0 {
-			return c
-		}
-		return cmpUint(stepNumber(a.ID), stepNumber(b.ID))
-	},
-	'N': func(a, b Step, _ time.Time) int { return compareNodeLists(a.Nodes, b.Nodes) },
-	'P': func(a, b Step, _ time.Time) int { return strings.Compare(a.Partition, b.Partition) },
-	'l': func(a, b Step, _ time.Time) int { return cmpInt64(stepLimitKey(a), stepLimitKey(b)) },
-	'S': func(a, b Step, _ time.Time) int { return a.Start.Compare(b.Start) },
-	'M': func(a, b Step, now time.Time) int { return cmpInt64(int64(stepTime(a, now)), int64(stepTime(b, now))) },
-	'u': func(a, b Step, _ time.Time) int { return strings.Compare(a.User, b.User) },
-	'U': func(a, b Step, _ time.Time) int { return cmpUint(uint64(a.UID), uint64(b.UID)) },
-}
+var stepSortKeys = sync.OnceValue(func() map[byte]func(a, b Step, now time.Time) int {
+	return map[byte]func(a, b Step, now time.Time) int{
+		'i': func(a, b Step, _ time.Time) int {
+			if c := cmpUint(a.JobID, b.JobID); c != 0 {
+				return c
+			}
+			return cmpUint(stepNumber(a.ID), stepNumber(b.ID))
+		},
+		'N': func(a, b Step, _ time.Time) int { return compareNodeLists(a.Nodes, b.Nodes) },
+		'P': func(a, b Step, _ time.Time) int { return strings.Compare(a.Partition, b.Partition) },
+		'l': func(a, b Step, _ time.Time) int { return cmpInt64(stepLimitKey(a), stepLimitKey(b)) },
+		'S': func(a, b Step, _ time.Time) int { return a.Start.Compare(b.Start) },
+		'M': func(a, b Step, now time.Time) int { return cmpInt64(int64(stepTime(a, now)), int64(stepTime(b, now))) },
+		'u': func(a, b Step, _ time.Time) int { return strings.Compare(a.User, b.User) },
+		'U': func(a, b Step, _ time.Time) int { return cmpUint(uint64(a.UID), uint64(b.UID)) },
+	}
+})
 
 func stepLimitKey(s Step) int64 {
 	if s.TimeLimitMin <= 0 {
@@ -275,7 +282,7 @@ func sortSteps(steps []Step, spec string, now time.Time) {
 	}
 	for i := len(spec) - 1; i >= 0; i-- {
 		c := spec[i]
-		cmp := stepSortKeys[c]
+		cmp := stepSortKeys()[c]
 		if cmp == nil {
 			continue
 		}
