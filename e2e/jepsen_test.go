@@ -304,6 +304,7 @@ func (r *jepsenRun) acknowledged() []jepsenAck {
 // acknowledged job a final state, and reports those that never reach one.
 func (r *jepsenRun) waitFinal(node string) {
 	acks := r.acknowledged()
+	last := time.Now()
 	ok, seen := poll(5*time.Minute, func() (bool, string) {
 		rows, err := r.acctRows(node)
 		if err != nil {
@@ -315,10 +316,16 @@ func (r *jepsenRun) waitFinal(node string) {
 				open = append(open, fmt.Sprintf("%d(%s)", a.id, row.State))
 			}
 		}
-		if len(open) > 20 {
-			open = append(open[:20], fmt.Sprintf("... %d more", len(open)-20))
+		n := len(open)
+		if n > 20 {
+			open = append(open[:20], fmt.Sprintf("... %d more", n-20))
 		}
-		return len(open) == 0, strings.Join(open, " ")
+		// Now and then, how the queue drains: a job stuck shows here.
+		if n > 0 && time.Since(last) > 20*time.Second {
+			last = time.Now()
+			r.event(fmt.Sprintf("%d jobs not final: %s", n, strings.Join(open[:min(n, 5)], " ")))
+		}
+		return n == 0, strings.Join(open, " ")
 	})
 	r.event("every acknowledged job final: " + strconv.FormatBool(ok))
 	if !ok {
