@@ -108,10 +108,18 @@ func TestStepEnv(t *testing.T) {
 			t.Errorf("batch: %s=%q, want %q", k, env[k], v)
 		}
 	}
-	for _, k := range []string{"SLURM_NTASKS", "SLURM_STEP_ID", "RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES"} {
+	for _, k := range []string{"SLURM_NTASKS", "SLURM_STEP_ID", "RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES", "SLURM_RESTART_COUNT"} {
 		if v, ok := env[k]; ok {
 			t.Errorf("batch: %s=%q set", k, v)
 		}
+	}
+	// A requeued job's second run knows it is one (Slurm's
+	// SLURM_RESTART_COUNT), the first run does not (reference 12).
+	rerun := *j
+	rerun.Restarts = 1
+	env = envMap(t, d.stepEnv(&rerun, nil, envSlot{}))
+	if env["SLURM_RESTART_COUNT"] != "1" {
+		t.Errorf("requeued once: SLURM_RESTART_COUNT=%q, want 1", env["SLURM_RESTART_COUNT"])
 	}
 	// salloc's shell: the job's variables only.
 	env = envMap(t, d.AllocEnv(j))

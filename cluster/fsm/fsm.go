@@ -133,13 +133,20 @@ func (f *FSM) Apply(l *raft.Log) any {
 
 // ApplyBatch implements raft.BatchingFSM: the entries Raft committed
 // together are applied in order under one lock, and their accounting rows
-// written in one transaction (the last state of each job they touched),
-// which is most of what a burst of submits costs. Entries other than
-// commands (Raft's configuration changes) change nothing here.
+// written in one transaction, which is most of what a burst of submits
+// costs. Entries other than commands (Raft's configuration changes)
+// change nothing here.
+//
+// The rows are written for every entry that touched a job, in order, not
+// once with a job's last state in the batch: a row keeps the last reason
+// its job waited for (a requeued job's BeginTime) when a later write has
+// none, and step rows are never deleted, so an intermediate state leaves
+// its mark. Raft hands the leader and each follower the same entries in
+// batches of their own; only writing as one by one gives every controller
+// the same rows.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
-	recs := map[uint64]*api.Job{}
-	var order []uint64
+	var recs []*api.Job // a copy of each job each entry touched, in order
 	var types []Type
 	f.mu.Lock()
 	for i, l := range logs {
@@ -160,24 +167,17 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		types = append(types, op.Type())
 		for _, id := range touched {
 			if j := f.st.Jobs[id]; j != nil {
-				if recs[id] == nil {
-					order = append(order, id)
-				}
 				cp := *j
-				recs[id] = &cp
+				recs = append(recs, &cp)
 			}
 		}
 	}
 	ch := f.changed
 	f.changed = make(chan struct{})
 	f.mu.Unlock()
-	if f.acct != nil && len(order) > 0 {
-		jobs := make([]*api.Job, len(order))
-		for i, id := range order {
-			jobs[i] = recs[id]
-		}
-		if err := f.recordJobs(jobs); err != nil {
-			f.log.Error("accounting write failed", "jobs", len(jobs), "err", err)
+	if f.acct != nil && len(recs) > 0 {
+		if err := f.recordJobs(recs); err != nil {
+			f.log.Error("accounting write failed", "jobs", len(recs), "err", err)
 		}
 	}
 	// Waiters (sbatch --wait) hear of the change once accounting has it,

@@ -274,3 +274,48 @@ func TestApplyBatchEqualsApply(t *testing.T) {
 		}
 	}
 }
+
+// A job requeued and started again within one batch of entries: applied
+// one by one, the requeue writes the job's row with the reason it waits
+// for (BeginTime), and the start leaves that reason, as slurmctld keeps
+// the last reason a job waited for. The batch must leave the same row,
+// whatever entries Raft hands the FSM together: the leader and each
+// follower batch the same log differently, and their accounting rows
+// must not differ.
+func TestApplyBatchKeepsWaitReason(t *testing.T) {
+	cfg := testConfig(t)
+	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	alloc := func(n string) []api.NodeAlloc { return []api.NodeAlloc{{Node: n, CPUs: 1, MemMB: 1000}} }
+	ops := []Op{
+		&NodeStateChange{Time: t0, Node: "node1", State: "UP"},
+		&NodeStateChange{Time: t0, Node: "node2", State: "UP"},
+		&Submit{Time: t0, Job: &api.Job{Spec: api.JobSpec{Name: "rq", Partition: "debug", Script: "#!/bin/sh\ntrue\n", WorkDir: "/tmp"},
+			UID: 1000, GID: 1000, User: "ann", Group: "ann", Account: "ann"}},
+		&Start{Time: t0.Add(time.Second), Starts: []JobStart{{JobID: 1, Alloc: alloc("node1")}}},
+		&NodeStateChange{Time: t0.Add(5 * time.Second), Node: "node1", State: "DOWN", Why: "Not responding", Requeue: true},
+		&Start{Time: t0.Add(6 * time.Second), Starts: []JobStart{{JobID: 1, Alloc: alloc("node2")}}},
+	}
+	one, oneAcct := testFSM(t, cfg)
+	applyAll(t, one, ops, 1)
+	if j, _ := one.Job(1); j.Restarts != 1 || j.State != api.StateRunning {
+		t.Fatalf("one by one: job 1 %s after %d restarts; the test wants it requeued and running", j.State, j.Restarts)
+	}
+	want := acctDump(t, oneAcct)
+	if want[0].Job.Reason != "BeginTime" {
+		t.Fatalf("one by one: the row's reason is %q, want BeginTime", want[0].Job.Reason)
+	}
+	f, st := testFSM(t, cfg)
+	var logs []*raft.Log
+	for i, op := range ops {
+		data, err := Encode(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
+	}
+	f.ApplyBatch(logs[:4])
+	f.ApplyBatch(logs[4:]) // the requeue and the second start together
+	if got := acctDump(t, st); !reflect.DeepEqual(got, want) {
+		t.Errorf("requeue and start in one batch: rows\n%+v\nwant (one by one)\n%+v", got, want)
+	}
+}
