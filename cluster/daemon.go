@@ -81,6 +81,9 @@ type Daemon struct {
 	intents intentState
 	// reg counts the runs nodes' registrations miss (register.go).
 	reg registry
+	// ctlFails is when a controller last failed to answer this agent-only
+	// node's forwarded request (API address -> time.Time).
+	ctlFails sync.Map
 
 	list  *memberlist.Memberlist
 	raft  *raft.Raft
@@ -588,12 +591,38 @@ func (d *Daemon) leaderAPI() (string, error) {
 		}
 		return net.JoinHostPort(addr, strconv.Itoa(d.cfg.APIPort)), nil
 	}
-	// An agent-only node asks any live controller, which forwards.
+	// An agent-only node asks a live controller, which forwards: one that
+	// did not answer lately only if no other is left (a dead or cut off
+	// controller stays a gossip member for a few seconds).
+	var fallback string
 	for _, m := range d.members() {
 		var meta nodeMeta
-		if json.Unmarshal(m.Meta, &meta) == nil && meta.Ctl {
+		if json.Unmarshal(m.Meta, &meta) != nil || !meta.Ctl {
+			continue
+		}
+		if !d.ctlFailedLately(meta.API) {
 			return meta.API, nil
 		}
+		if fallback == "" {
+			fallback = meta.API
+		}
+	}
+	if fallback != "" {
+		return fallback, nil
 	}
 	return "", &api.Error{Message: api.ErrNoLeader}
+}
+
+// ctlAvoid is how long an agent-only node passes over a controller that
+// did not answer a forwarded request.
+const ctlAvoid = 10 * time.Second
+
+// ctlFailed notes that the controller at addr did not answer.
+func (d *Daemon) ctlFailed(addr string) { d.ctlFails.Store(addr, time.Now()) }
+
+// ctlFailedLately tells whether the controller at addr failed to answer
+// within ctlAvoid.
+func (d *Daemon) ctlFailedLately(addr string) bool {
+	t, ok := d.ctlFails.Load(addr)
+	return ok && time.Since(t.(time.Time)) < ctlAvoid
 }

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 	"hpc/cluster/peer"
@@ -357,5 +359,29 @@ func TestCancelManyInOneRequest(t *testing.T) {
 		if j.State != api.StateCancelled {
 			t.Errorf("job %d %s after the cancel", j.ID, j.State)
 		}
+	}
+}
+
+// An agent-only node forwards to a controller that answered lately; one
+// that did not is passed over while another is live, and used when none
+// is.
+func TestAgentForwardsToAnsweringController(t *testing.T) {
+	d := &Daemon{}
+	meta := func(api string) []byte { b, _ := json.Marshal(nodeMeta{API: api, Ctl: true}); return b }
+	d.memberCopy = map[string]memberlist.Node{
+		"ctl1":  {Name: "ctl1", Meta: meta("10.0.0.1:7817")},
+		"ctl2":  {Name: "ctl2", Meta: meta("10.0.0.2:7817")},
+		"node4": {Name: "node4", Meta: []byte(`{"api":"10.0.0.4:7817"}`)},
+	}
+	if got, _ := d.leaderAPI(); got != "10.0.0.1:7817" {
+		t.Fatalf("first choice %q", got)
+	}
+	d.ctlFailed("10.0.0.1:7817")
+	if got, _ := d.leaderAPI(); got != "10.0.0.2:7817" {
+		t.Errorf("after ctl1 failed: %q, want ctl2", got)
+	}
+	d.ctlFailed("10.0.0.2:7817")
+	if got, err := d.leaderAPI(); err != nil || (got != "10.0.0.1:7817" && got != "10.0.0.2:7817") {
+		t.Errorf("both failed: %q %v, want one of them still", got, err)
 	}
 }

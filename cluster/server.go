@@ -258,6 +258,9 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identit
 	peer.Sign(d.o.Key, req, id, body)
 	resp, err := d.peers.HTTP.Do(req)
 	if err != nil {
+		if d.raft == nil && r.Context().Err() == nil {
+			d.ctlFailed(target) // the client's retry goes to another
+		}
 		peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: api.ErrNoLeader, Detail: err.Error()})
 		return true
 	}
