@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     := bin/hpc
 
-.PHONY: all build up down test test-short fuzz bench clean
+.PHONY: all build up down test test-short fuzz bench arm64 clean
 
 all: build
 
@@ -37,6 +37,12 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./sched/ ./exec/ ./accounting/
+
+# linux/arm64: cross-build with cgo, unit tests and a one-node lab under
+# qemu-user (as root; scripts/arm64.sh --install fetches the cross compiler
+# and qemu from Debian).
+arm64:
+	scripts/arm64.sh
 
 clean:
 	rm -rf bin
