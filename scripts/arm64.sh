@@ -34,8 +34,19 @@
 # the e2e lab tests' and the amd64 run's):
 #   run:  sched accounting cluster/fsm cluster/config cluster/jobspec
 #         cluster/hostlist cluster/api cluster/peer cluster/agent
-#         commands commands/format exec internal/words
+#         commands commands/format internal/words
 #   left out:
+#     exec              its tests start hundreds of processes; under Debian
+#                       12's qemu 7.2 the child of Go's pidfd check at a
+#                       process's first start now and then never exits
+#                       (golang/go#68976, QEMU 7.2 to 8.0), and the test
+#                       hangs until its timeout: seen twice in five runs on
+#                       a loaded machine. It passes emulated when it does
+#                       not hang (TestRestartReattaches wants containers;
+#                       TestNotRoot and TestTaskSetup start /proc/self/exe
+#                       as another user with a cleared environment, which
+#                       emulated means go's private build directory and no
+#                       QEMU_LD_PREFIX: skip those three when running it)
 #     cluster           one-node daemons per test: over 8 minutes under
 #                       emulation, and their jobs start with an empty
 #                       environment, so an emulated dynamic binary started
@@ -48,10 +59,9 @@
 #       the planner against a fresh pass on hundreds of generated clusters,
 #       ten times slower emulated (about 100 s); the smaller planner tests
 #       still run
-#     exec TestRestartReattaches: wants containers, which qemu-user cannot
-#       start; TestNotRoot, TestTaskSetup: start /proc/self/exe as another
-#       user with a cleared environment, which under emulation means the
-#       test binary in go's private build directory and no QEMU_LD_PREFIX
+# The same qemu bug may, rarely, hang a process start in commands' tests or
+# in the smoke lab; the timeouts below turn that into a failure, not a
+# stuck job. qemu 8.0 and later (Debian 13's qemu-user) do not have it.
 #
 # Addresses: 127.0.102.1, ports 34217-34219 (e2e/helpers_test.go's labAddrs
 # keeps them for this script). Exits non-zero on any failure; the last line
@@ -141,11 +151,11 @@ binfmt() {
   printf ':%s:M::%s:%s:%s:%s' "$handler" "$magic" "$mask" "$interp" "$flags" >/proc/sys/fs/binfmt_misc/register || { handler=; return 1; }
   echo "binfmt_misc: registered $handler -> $interp (removed on exit)"
 }
-skip='TestPlannerMatchesFreshPassMidSize|TestPlannerHorizonMoves|TestRestartReattaches|TestNotRoot|TestTaskSetup'
+skip='TestPlannerMatchesFreshPassMidSize|TestPlannerHorizonMoves'
 pkgs=(./sched ./accounting ./cluster/fsm ./cluster/config ./cluster/jobspec ./cluster/hostlist
   ./cluster/api ./cluster/peer ./cluster/agent ./commands/format ./internal/words)
-# These run the test binary again: they need the handler.
-reexec=(./commands ./exec)
+# This one runs the test binary again: it needs the handler.
+reexec=(./commands)
 if ((smoke)); then
   [ "$(id -u)" = 0 ] || die "the smoke test needs root (binfmt_misc, a lab's daemons); --no-smoke runs the unit tests only"
   binfmt || die "no binfmt_misc here (mount -t binfmt_misc failed or it is disabled): hpc up cannot start arm64 daemons; --no-smoke runs the unit tests only"
@@ -181,7 +191,7 @@ EOF
 chmod 755 "$work/qemu-exec"
 t0=$(now)
 log=$work/test.log
-if ! go test -short -count=1 -timeout 6m -skip "^($skip)\$" -exec "$work/qemu-exec" "${pkgs[@]}" 2>&1 | tee "$log"; then
+if ! go test -short -count=1 -timeout 4m -skip "^($skip)\$" -exec "$work/qemu-exec" "${pkgs[@]}" 2>&1 | tee "$log"; then
   die "unit tests failed under qemu-aarch64 (${#pkgs[@]} packages)"
 fi
 passed=$(grep -c '^ok ' "$log" || true)
