@@ -17,7 +17,9 @@
 # /proc/self/exe), and the kernel can only start an arm64 program here
 # through a binfmt_misc handler. When none is registered for aarch64, the
 # script mounts binfmt_misc if needed and registers a handler of its own,
-# named hpc-arm64-<pid>, and removes both again on exit. The binary is
+# named hpc-arm64-<pid>, and removes both again on exit (a container lab
+# started on this machine meanwhile keeps a copy of that mount in its
+# nodes' binds of /, until it goes down). The binary is
 # linked dynamically against the cross libc in /usr/aarch64-linux-gnu:
 # `go test -exec` runs test binaries with qemu -L that directory, and
 # QEMU_LD_PREFIX says the same to the programs binfmt_misc starts.
