@@ -6,7 +6,7 @@ BIN     := bin/hpc
 # renderer's tables) every command would pay at each start.
 export GOFLAGS += -tags=$(shell cat scripts/go-tags)
 
-.PHONY: all build up down test test-short fuzz bench clean
+.PHONY: all build up down test test-short fuzz bench arm64 clean
 
 all: build
 
@@ -41,6 +41,12 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./sched/ ./exec/ ./accounting/
+
+# linux/arm64: cross-build with cgo, unit tests and a one-node lab under
+# qemu-user (as root; scripts/arm64.sh --install fetches the cross compiler
+# and qemu from Debian).
+arm64:
+	scripts/arm64.sh
 
 clean:
 	rm -rf bin

@@ -242,6 +242,7 @@ var labAddrs = map[string]labAddr{
 	"TestLabOutbox":            {87, 33517},
 	"TestLabSnapshotCatchUp":   {101, 34117},
 	"TestLabControllers":       {100, 34017},
+	"scripts/arm64.sh":         {102, 34217}, // its one-node smoke lab; no test of this name
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a

@@ -311,8 +311,10 @@ func TestImageOwnCLibrary(t *testing.T) {
 	}
 
 	// Another library in libc's place: it defines none of glibc's versions.
+	// Debian's multiarch directories of amd64 and arm64, then Fedora's.
 	var other string
-	for _, p := range []string{"/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libm.so.6", "/lib64/libz.so.1"} {
+	for _, p := range []string{"/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libm.so.6",
+		"/lib/aarch64-linux-gnu/libz.so.1", "/usr/lib/aarch64-linux-gnu/libz.so.1", "/lib/aarch64-linux-gnu/libm.so.6", "/lib64/libz.so.1"} {
 		if f, err := elfVersions(p); err == nil && len(f) > 0 && !f[rt.versions["libc.so.6"][0]] {
 			other = p
 			break

@@ -19,12 +19,16 @@ import (
 // it dropped.
 
 type stepRelay struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	out   *peer.NDJSON // the attached launcher's stream; nil while none
-	gone  bool         // nobody came back: everything is dropped
-	exits map[int]api.TaskExit
-	end   *NodeEnd
+	mu   sync.Mutex
+	cond *sync.Cond
+	out  *peer.NDJSON // the attached launcher's stream; nil while none
+	// replaying is the stream attach is sending the task ends so far
+	// on: while it is out, output and the end wait, so that a launcher
+	// that comes back gets the ends before anything newer (its end last).
+	replaying *peer.NDJSON
+	gone      bool // nobody came back: everything is dropped
+	exits     map[int]api.TaskExit
+	end       *NodeEnd
 	// delivered is closed once the end has reached a launcher (or been
 	// dropped): the share is over.
 	delivered chan struct{}
@@ -83,21 +87,29 @@ func (r *stepRelay) attach(out *peer.NDJSON) bool {
 	if r.out != nil {
 		r.out.Close() // a stream the launcher left for this one
 	}
-	r.out = out
+	r.out, r.replaying = out, out
 	r.timer.Stop()
 	exits := make([]api.TaskExit, 0, len(r.exits))
 	for _, x := range r.exits {
 		exits = append(exits, x)
 	}
+	r.mu.Unlock()
+	sent := true
+	for i := range exits {
+		if out.Send(TaskFrame{Exit: &exits[i]}) != nil {
+			sent = false // detached again: the next launcher gets them
+			break
+		}
+	}
+	// The end is read only now: a finish during the replay left it to us.
+	r.mu.Lock()
+	if r.replaying == out {
+		r.replaying = nil
+	}
 	end := r.end
 	r.cond.Broadcast()
 	r.mu.Unlock()
-	for i := range exits {
-		if out.Send(TaskFrame{Exit: &exits[i]}) != nil {
-			return true // detached again: the next launcher gets them
-		}
-	}
-	if end != nil {
+	if sent && end != nil {
 		r.sendEnd(out, end)
 	}
 	return true
@@ -141,7 +153,7 @@ func (r *stepRelay) isOver() bool {
 func (r *stepRelay) send(f TaskFrame) {
 	for {
 		r.mu.Lock()
-		for r.out == nil && !r.gone && !r.isOver() {
+		for (r.out == nil || r.replaying == r.out) && !r.gone && !r.isOver() {
 			r.cond.Wait()
 		}
 		out, gone := r.out, r.gone
@@ -167,6 +179,9 @@ func (r *stepRelay) finish(e NodeEnd) {
 	r.mu.Lock()
 	r.end = &e
 	out, gone := r.out, r.gone
+	if out != nil && r.replaying == out {
+		out = nil // attach sends the end after the task ends it replays
+	}
 	if gone {
 		r.over()
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +21,11 @@ type relayStream struct {
 	frames chan TaskFrame
 	done   chan struct{}
 	closed chan struct{}
+	leave  sync.Once
 }
+
+// end closes done, once.
+func (s *relayStream) end() { s.leave.Do(func() { close(s.done) }) }
 
 // streamFrom serves rel to a new HTTP client and returns its stream.
 func streamFrom(t *testing.T, rel *stepRelay) *relayStream {
@@ -31,6 +36,9 @@ func streamFrom(t *testing.T, rel *stepRelay) *relayStream {
 		rel.serve(peer.NewNDJSON(w), s.done)
 	}))
 	t.Cleanup(srv.Close)
+	// Cleanups run last first: a test that stopped early ends its
+	// streams, whose handlers srv.Close waits for.
+	t.Cleanup(s.end)
 	resp, err := http.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +89,7 @@ func TestStepRelayReattach(t *testing.T) {
 	if f := first.next(t); f.Exit == nil || f.Exit.Task != 4 {
 		t.Fatalf("exit frame %+v", f)
 	}
-	close(first.done) // the launcher goes away
+	first.end() // the launcher goes away
 	<-first.closed
 	// Output written now waits for the next launcher.
 	wrote := make(chan struct{})
