@@ -296,37 +296,6 @@ func TestProfilesRootOnly(t *testing.T) {
 	}
 }
 
-// hpc's own commands get job lists in gob; any other client (curl, a
-// script) gets JSON, the same jobs.
-func TestJobListEncodings(t *testing.T) {
-	_, cl := startOne(t)
-	ctx := context.Background()
-	id, err := cl.Submit(ctx, api.JobSpec{WorkDir: t.TempDir(), Script: "#!/bin/sh\ntrue\n", Hold: true, Name: "enc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaGob, err := cl.Jobs(ctx)
-	if err != nil || len(viaGob) != 1 || viaGob[0].ID != id || viaGob[0].Spec.Name != "enc" || viaGob[0].SubmitTime.IsZero() {
-		t.Fatalf("jobs through the client: %+v %v", viaGob, err)
-	}
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", cl.Socket)
-	}}}
-	resp, err := hc.Get("http://x/api/jobs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var plain api.JobsResponse
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("a plain client got %q", ct)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&plain); err != nil || len(plain.Jobs) != 1 || plain.Jobs[0].ID != id ||
-		!plain.Jobs[0].SubmitTime.Equal(viaGob[0].SubmitTime) || plain.Jobs[0].Reason != viaGob[0].Reason {
-		t.Errorf("JSON jobs %+v %v, gob jobs %+v", plain.Jobs, err, viaGob)
-	}
-}
-
 // One cancel request for many jobs (a filtered scancel) cancels each and
 // answers each in the order asked, an unknown id with its error.
 func TestCancelManyInOneRequest(t *testing.T) {

@@ -252,7 +252,7 @@ func (d *Daemon) forward(w http.ResponseWriter, r *http.Request, id peer.Identit
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if a := r.Header.Get("Accept"); a != "" {
-		req.Header.Set("Accept", a) // a list may come back in gob
+		req.Header.Set("Accept", a)
 	}
 	req.Header.Set(hdrHops, strconv.Itoa(hops+1))
 	peer.Sign(d.o.Key, req, id, body)
@@ -404,7 +404,7 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 	for i := range out.Jobs {
 		d.view.overlay(&out.Jobs[i])
 	}
-	peer.WriteList(w, r, out)
+	peer.WriteJSON(w, out)
 }
 
 func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
@@ -540,7 +540,7 @@ func (d *Daemon) handleAcct(w http.ResponseWriter, r *http.Request, id peer.Iden
 		}
 		out.Rows = append(out.Rows, r)
 	}
-	peer.WriteList(w, r, out)
+	peer.WriteJSON(w, out)
 }
 
 func acctRow(row accounting.Row) api.AcctRow {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -50,7 +49,6 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, "+GobType)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var ne *net.OpError
@@ -70,15 +68,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if out == nil {
 		return nil
 	}
-	if resp.Header.Get("Content-Type") == GobType {
-		return gob.NewDecoder(resp.Body).Decode(out)
-	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
-
-// GobType is the content type of answers in encoding/gob, which the
-// daemon uses for long lists to its own commands (peer.WriteList).
-const GobType = "application/x-gob"
 
 // Submit queues a job and returns its id once the submission is committed
 // (SubmitToken with a new token).

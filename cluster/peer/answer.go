@@ -1,26 +1,12 @@
 package peer
 
 import (
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 
 	"hpc/cluster/api"
 )
-
-// WriteList answers v, a long list, in gob (api.GobType) to a caller that
-// accepts it (hpc's own commands: decoding 5,000 jobs takes a sixth of the
-// time JSON does), and as JSON to any other.
-func WriteList(w http.ResponseWriter, r *http.Request, v any) {
-	if !strings.Contains(r.Header.Get("Accept"), api.GobType) {
-		WriteJSON(w, v)
-		return
-	}
-	w.Header().Set("Content-Type", api.GobType)
-	_ = gob.NewEncoder(w).Encode(v)
-}
 
 // WriteJSON answers v as JSON.
 func WriteJSON(w http.ResponseWriter, v any) {
