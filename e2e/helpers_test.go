@@ -237,6 +237,8 @@ var labAddrs = map[string]labAddr{
 	"TestLabOutbox":            {87, 33517},
 	"TestLabSnapshotCatchUp":   {101, 34117},
 	"TestLabControllers":       {100, 34017},
+	// Not a test: the hpc lab of scripts/bench/side-by-side.sh.
+	"scripts/bench/side-by-side.sh": {103, 34317},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a
