@@ -79,6 +79,9 @@ log "building hpc"
 go build -o "$hpc" .
 "$hpc" install-links "$work/bin" >/dev/null
 
+# A workload that fails still leaves the figures it made before failing:
+# the table shows them, and says which run failed (its log says why).
+failed=()
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 machine="$(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
 started=$(date '+%Y-%m-%d %H:%M %Z')
@@ -93,7 +96,8 @@ load_slurm=$(load)
 log "Slurm: workload (load average $load_slurm)"
 env -u HPC_DIR -u HPC_SOCKET -u SLURM_CONF PATH="$SLURM_BIN:$PATH" \
   BENCH_CTLD_PGREP='^slurmctld( |$)' BENCH_NODED_PGREP='^slurmd -N node4( |$)' BENCH_NODED_NAME=node4 \
-  "$root/scripts/bench/workload.sh" "${quick[@]}" >"$out.slurm.tsv" 2> >(tee "$out.slurm.log" >&2)
+  "$root/scripts/bench/workload.sh" "${quick[@]}" >"$out.slurm.tsv" 2> >(tee "$out.slurm.log" >&2) ||
+  failed+=("Slurm")
 log "Slurm: $SLURM_LAB/teardown.sh"
 "$SLURM_LAB/teardown.sh" >>"$out.slurm-setup.log" 2>&1
 slurm_up=0
@@ -135,7 +139,8 @@ log "hpc: workload (steps: $steps; load average $load_hpc)"
 env -u HPC_SOCKET -u SLURM_CONF PATH="$work/bin:$PATH" HPC_DIR="$lab" \
   BENCH_CTLD_PID_CMD="cat $lab/\$(HPC_DIR=$lab $hpc status | awk '/^Leader:/ { print \$2 }')/hpc.pid" \
   BENCH_NODED_PID_CMD="cat $lab/node4/hpc.pid" BENCH_NODED_NAME=node4 \
-  "$root/scripts/bench/workload.sh" "${quick[@]}" >"$out.hpc.tsv" 2> >(tee "$out.hpc.log" >&2)
+  "$root/scripts/bench/workload.sh" "${quick[@]}" >"$out.hpc.tsv" 2> >(tee "$out.hpc.log" >&2) ||
+  failed+=("hpc")
 "$hpc" down --dir "$lab" >>"$out.hpc-setup.log" 2>&1
 hpc_up=0
 
@@ -148,13 +153,14 @@ commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "- Date: $started"
   echo "- Machine: $machine; load average (1, 5, 15 min) at the start of each run: Slurm $load_slurm, hpc $load_hpc"
   echo "- Command: \`scripts/bench/side-by-side.sh${quick:+ --quick}\` (as root)"
+  for f in "${failed[@]}"; do echo "- The $f workload failed part-way (see its log); its missing figures show as -."; done
   echo "- hpc steps: $steps; node daemon: node4 (Slurm: its slurmd; hpc: a node that is not a controller)"
   echo
   echo "| figure | Slurm | hpc | hpc/Slurm | better | ahead |"
   echo "|---|---:|---:|---:|---|---|"
   # Join on the figure name, in the order the workload printed them.
   awk -F'\t' '
-    NR == FNR { h[$1] = $2; next }
+    FILENAME == ARGV[1] { h[$1] = $2; u[$1] = $3; order[++n] = $1; next }
     {
       fig = $1; s = $2; unit = $3
       x = (fig in h) ? h[fig] : ""
@@ -167,6 +173,11 @@ commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
         else ahead = "Slurm"
       }
       printf "| %s | %s %s | %s %s | %s | %s | %s |\n", fig, s, unit, (x == "" ? "-" : x), (x == "" ? "" : unit), ratio, (hi ? "higher" : "lower"), ahead
+      seen[fig] = 1
+    }
+    END {
+      # figures only hpc has (the Slurm run stopped early)
+      for (i = 1; i <= n; i++) if (!(order[i] in seen)) printf "| %s | - | %s %s | n/a | %s | - |\n", order[i], h[order[i]], u[order[i]], (u[order[i]] == "jobs/s" ? "higher" : "lower")
     }' "$out.hpc.tsv" "$out.slurm.tsv"
 } >"$out.md"
 cat "$out.md"

@@ -272,7 +272,8 @@ emit "(f) node daemon RSS, $N_HOLD held jobs${NODED_NAME:+ ($NODED_NAME)}" "$(rs
 
 log "(e) scancel -u $USER_NAME -t PENDING, until the queue is empty"
 a=$EPOCHREALTIME
-q scancel -u "$USER_NAME" -t PENDING || die "scancel -u $USER_NAME -t PENDING failed"
+# Not q's minute: cancelling thousands of jobs may take longer than one query.
+timeout "$TIMEOUT" scancel -u "$USER_NAME" -t PENDING || die "scancel -u $USER_NAME -t PENDING failed or took over ${TIMEOUT}s"
 wait_until "the cancelled jobs to leave the queue" queue_empty
 b=$EPOCHREALTIME
 emit "(e) scancel -u USER -t PENDING of $N_HOLD, until empty" "$(fmt "$b - $a" 2)" s
