@@ -243,6 +243,8 @@ var labAddrs = map[string]labAddr{
 	"TestLabSnapshotCatchUp":   {101, 34117},
 	"TestLabControllers":       {100, 34017},
 	"scripts/arm64.sh":         {102, 34217}, // its one-node smoke lab; no test of this name
+	// Not a test: the hpc lab of scripts/bench/side-by-side.sh.
+	"scripts/bench/side-by-side.sh": {103, 34317},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a
