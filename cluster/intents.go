@@ -162,7 +162,7 @@ func (d *Daemon) carryOnIntents() {
 	}
 	for _, j := range kill {
 		if d.intents.killDue(j.ID, now) {
-			go d.sendKill(j)
+			go d.signalJob(j, 0)
 		}
 	}
 }
@@ -244,13 +244,6 @@ func (d *Daemon) signalJob(j *api.Job, sig int) {
 		d.intents.killDue(j.ID, time.Now())
 	}
 	if err := d.signalJobWait(j, sig); err != nil {
-		d.log.Warn("signal failed", "job", j.ID, "node", j.BatchHost, "err", err)
-	}
-}
-
-// sendKill is a kill carryOnIntents sends again.
-func (d *Daemon) sendKill(j *api.Job) {
-	if err := d.signalJobWait(j, 0); err != nil {
-		d.log.Warn("kill failed; it is sent again", "job", j.ID, "node", j.BatchHost, "err", err)
+		d.log.Warn("signal failed", "job", j.ID, "node", j.BatchHost, "signal", sig, "err", err)
 	}
 }

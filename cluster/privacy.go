@@ -76,10 +76,16 @@ func (v jobViewer) job(j *api.Job) (api.Job, bool) {
 	}
 	out := *j
 	if !v.whole(j) {
-		out.Spec.Script, out.Spec.Env, out.Spec.Export = "", nil, ""
-		out.Withheld = true
+		withhold(&out)
 	}
 	return out, true
+}
+
+// withhold leaves a copy of a job without its batch script and
+// environment (api.Job.Withheld).
+func withhold(j *api.Job) {
+	j.Spec.Script, j.Spec.Env, j.Spec.Export = "", nil, ""
+	j.Withheld = true
 }
 
 // acctUID is the uid sacct's rows are limited to (nil: none) for a

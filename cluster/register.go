@@ -131,7 +131,7 @@ func (d *Daemon) reconcileRegistration(reg *api.NodeRegistration) (resp api.Regi
 			}
 		}
 		for _, s := range reg.Steps {
-			if j := st.Jobs[s.JobID]; !live(j, api.JobRun{JobID: s.JobID, Run: s.Run}) || !allocatedOn(j, reg.Node) {
+			if j := st.Jobs[s.JobID]; !live(j, api.JobRun{JobID: s.JobID, Run: s.Run}) || !j.AllocatedOn(reg.Node) {
 				resp.KillSteps = append(resp.KillSteps, s)
 			}
 		}
@@ -147,13 +147,4 @@ func (d *Daemon) reconcileRegistration(reg *api.NodeRegistration) (resp api.Regi
 		}
 	})
 	return resp, acks, missing
-}
-
-func allocatedOn(j *api.Job, node string) bool {
-	for _, a := range j.Alloc {
-		if a.Node == node {
-			return true
-		}
-	}
-	return false
 }

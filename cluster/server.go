@@ -393,8 +393,7 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 		for _, j := range st.Jobs {
 			if seen, ok := v.job(j); ok {
 				if !whole && seen.Spec.Script != "" {
-					seen.Spec.Script, seen.Spec.Env, seen.Spec.Export = "", nil, ""
-					seen.Withheld = true
+					withhold(&seen) // privacy.go
 				}
 				out.Jobs = append(out.Jobs, seen)
 			}

@@ -52,6 +52,23 @@ func fileCopyJob(e *Env, flag string) uint64 {
 	return id
 }
 
+// fileCopyArgs checks what sbcast and sgather take after their options,
+// two file names, and finds their job (fileCopyJob); noJob is the
+// command's error without one. False: the error is printed.
+func fileCopyArgs(e *Env, prog string, rest []string, jobFlag, noJob string) (uint64, bool) {
+	if len(rest) != 2 {
+		fmt.Fprintf(e.Stderr, "Need two file names, have %d names\n", len(rest))
+		fmt.Fprintln(e.Stderr, jobspec.TryHelp(prog))
+		return 0, false
+	}
+	job := fileCopyJob(e, jobFlag)
+	if job == 0 {
+		e.errorf(prog, "%s", noJob)
+		return 0, false
+	}
+	return job, true
+}
+
 // absPath is p from the command's working directory.
 func absPath(e *Env, p string) string {
 	if strings.HasPrefix(p, "/") {
@@ -105,14 +122,8 @@ func sbcastMain(e *Env, prog string, args []string) int {
 	if done {
 		return code
 	}
-	if len(rest) != 2 {
-		fmt.Fprintf(e.Stderr, "Need two file names, have %d names\n", len(rest))
-		fmt.Fprintln(e.Stderr, jobspec.TryHelp(prog))
-		return 1
-	}
-	job := fileCopyJob(e, jobFlag)
-	if job == 0 {
-		e.errorf(prog, "Need a job id to run this command.  Run from within a Slurm job or use the --jobid option.")
+	job, ok := fileCopyArgs(e, prog, rest, jobFlag, "Need a job id to run this command.  Run from within a Slurm job or use the --jobid option.")
+	if !ok {
 		return 1
 	}
 	src, dest := rest[0], absPath(e, rest[1])

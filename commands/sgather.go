@@ -82,14 +82,8 @@ func sgatherMain(e *Env, prog string, args []string) int {
 	if done {
 		return code
 	}
-	if len(rest) != 2 {
-		fmt.Fprintf(e.Stderr, "Need two file names, have %d names\n", len(rest))
-		fmt.Fprintln(e.Stderr, jobspec.TryHelp(prog))
-		return 1
-	}
-	job := fileCopyJob(e, jobFlag)
-	if job == 0 {
-		e.errorf(prog, "Command only valid from within Slurm job")
+	job, ok := fileCopyArgs(e, prog, rest, jobFlag, "Command only valid from within Slurm job")
+	if !ok {
 		return 1
 	}
 	src, dest := absPath(e, rest[0]), absPath(e, rest[1])

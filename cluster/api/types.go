@@ -263,6 +263,16 @@ func (j *Job) NodeNames() []string {
 	return out
 }
 
+// AllocatedOn reports whether the job's allocation includes node.
+func (j *Job) AllocatedOn(node string) bool {
+	for _, a := range j.Alloc {
+		if a.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
 // TasksPerNode is how many of the job's tasks each allocated node holds:
 // what the scheduler decided, else as many as its CPUs allow.
 func (j *Job) TasksPerNode() []int {

@@ -280,7 +280,7 @@ func checkJob(cfg *config.Config, st *State, id uint64, j *api.Job) error {
 		seen[s.ID] = true
 		if s.State == api.StateRunning {
 			for _, n := range s.Nodes {
-				if !allocatedOn(j, n) {
+				if !j.AllocatedOn(n) {
 					return fmt.Errorf("step %d on node %q outside the allocation", s.ID, n)
 				}
 			}

@@ -257,7 +257,7 @@ func (f *FSM) applyNodeState(op *NodeStateChange) (Result, []uint64) {
 	// allocation, whose --requeue or JobRequeue allows it).
 	var ids []uint64
 	for id, j := range f.st.Jobs {
-		if (j.State != api.StateRunning && j.State != api.StateCompleting) || !allocatedOn(j, op.Node) {
+		if (j.State != api.StateRunning && j.State != api.StateCompleting) || !j.AllocatedOn(op.Node) {
 			continue
 		}
 		j = f.jobForWrite(id)
@@ -387,13 +387,4 @@ func requeue(j *api.Job, now time.Time) {
 	j.Preempted, j.Restarts = "", j.Restarts+1
 	j.ExitCode, j.Signal = 0, 0
 	j.Launched = false
-}
-
-func allocatedOn(j *api.Job, node string) bool {
-	for _, a := range j.Alloc {
-		if a.Node == node {
-			return true
-		}
-	}
-	return false
 }

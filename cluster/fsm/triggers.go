@@ -372,7 +372,7 @@ func (f *FSM) triggerEvent(t *Trigger, node string, nev map[string]bool, now tim
 		if j == nil {
 			return "", "", now, true, false
 		}
-		if node != "" && allocatedOn(j, node) && (nev[api.TrigDown] && t.Has(api.TrigDown) || nev[api.TrigUp] && t.Has(api.TrigUp)) {
+		if node != "" && j.AllocatedOn(node) && (nev[api.TrigDown] && t.Has(api.TrigDown) || nev[api.TrigUp] && t.Has(api.TrigUp)) {
 			return "", id, now, false, true
 		}
 	}

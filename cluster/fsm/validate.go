@@ -253,7 +253,7 @@ func checkStep(j *api.Job, s *api.Step) error {
 	for i, n := range s.Nodes {
 		t := s.Tasks[i]
 		switch {
-		case !allocatedOn(j, n):
+		case !j.AllocatedOn(n):
 			return badEntry("step of job %d on node %q, which the job does not hold", j.ID, n)
 		case seen[n]:
 			return badEntry("step of job %d names node %s twice", j.ID, n)

@@ -245,7 +245,7 @@ type SqueueOptions struct {
 	// LongFormat is the -O/--Format string ("jobid:.10,name:20,state"),
 	// used when Format is empty.
 	LongFormat string
-	// Sort is the -S string ("P,t,-p" when empty); see SortJobsBy. Invalid
+	// Sort is the -S string ("P,t,-p" when empty); see sortedJobs. Invalid
 	// letters are ignored here; callers check the string with
 	// CheckSqueueSort first.
 	Sort string
@@ -256,7 +256,7 @@ type SqueueOptions struct {
 	NoHeader bool
 }
 
-// Squeue renders jobs as squeue does, sorted as SortJobs sorts them. now is
+// Squeue renders jobs as squeue does, sorted as squeue sorts them (sortedJobs). now is
 // the time the listing is made: it drives the TIME column and the -l date
 // line. Unknown letters in o.Format print literally (see ParseSqueueFormat).
 func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
@@ -296,16 +296,3 @@ func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
 	}
 	return b.String()
 }
-
-// SortJobs puts jobs in squeue's default order (its sort key "P,t,-p"):
-//
-//  1. partition name, ascending (byte order: "debug" before "gpu");
-//  2. compact state code, ascending as text, so completing jobs (CG) come
-//     before pending ones (PD), which come before running ones (R);
-//  3. priority, descending (BasicPriority: earlier jobs first, held jobs,
-//     whose priority is 0, last);
-//  4. start time, descending (squeue sorts by it first and its later sorts
-//     keep that order among equals), then job id, ascending.
-//
-// This reproduces the reference listings 30 and 72 exactly.
-func SortJobs(jobs []api.Job) { SortJobsBy(jobs, "", time.Time{}) }

@@ -402,23 +402,26 @@ func CheckSqueueSort(spec string) ([]string, error) {
 	return notes, nil
 }
 
-// SortJobsBy sorts jobs as squeue -S spec does (spec "" is squeue's
-// default, "P,t,-p"): first by start time, latest first, then by each key
-// from the last to the first, each sort keeping the order of equal jobs,
-// so the first key counts most. Jobs that compare equal on every key keep
-// job id order. now is the time of the listing (time used, time left and
-// the start time of pending jobs depend on it).
-func SortJobsBy(jobs []api.Job, spec string, now time.Time) {
-	ps := sortedJobs(jobs, spec, now)
-	sorted := make([]api.Job, len(ps))
-	for i, p := range ps {
-		sorted[i] = *p
-	}
-	copy(jobs, sorted)
-}
-
-// sortedJobs returns pointers to jobs in SortJobsBy's order: a job is a
-// kilobyte, and the stable passes would move each many times.
+// sortedJobs returns pointers to jobs in the order squeue -S spec lists
+// them (spec "" is squeue's default, "P,t,-p"): first by start time,
+// latest first, then by each key from the last to the first, each sort
+// keeping the order of equal jobs, so the first key counts most. Jobs that
+// compare equal on every key keep job id order. now is the time of the
+// listing (time used, time left and the start time of pending jobs depend
+// on it). Pointers, because a job is a kilobyte and the stable passes
+// would move each many times.
+//
+// The default order is:
+//
+//  1. partition name, ascending (byte order: "debug" before "gpu");
+//  2. compact state code, ascending as text, so completing jobs (CG) come
+//     before pending ones (PD), which come before running ones (R);
+//  3. priority, descending (BasicPriority: earlier jobs first, held jobs,
+//     whose priority is 0, last);
+//  4. start time, descending (squeue sorts by it first and its later sorts
+//     keep that order among equals), then job id, ascending.
+//
+// This reproduces the reference listings 30 and 72 exactly.
 func sortedJobs(jobs []api.Job, spec string, now time.Time) []*api.Job {
 	if spec == "" {
 		spec = "P,t,-p"

@@ -142,9 +142,8 @@ func TestSortJobs(t *testing.T) {
 		mk(2, "gpu", api.StatePending, "Priority"),
 		mk(6, "debug", api.StateRunning, ""),
 	}
-	SortJobs(jobs)
 	var got []uint64
-	for _, j := range jobs {
+	for _, j := range sortedJobs(jobs, "", time.Time{}) {
 		got = append(got, j.ID)
 	}
 	// debug: CG 8; PD 4, 7, then held 3 (priority 0); R 6, 9. gpu: PD 2; R 5.

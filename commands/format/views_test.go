@@ -155,8 +155,10 @@ func TestSqueueSort(t *testing.T) {
 		{"t,i", "20 21 22 23 24 25 15 16 17 18 19"},
 		{"", "20 21 23 25 22 15 16 17 18 24 19"},
 	} {
-		jobs := busyJobs()
-		SortJobsBy(jobs, c.spec, now)
+		var jobs []api.Job
+		for _, j := range sortedJobs(busyJobs(), c.spec, now) {
+			jobs = append(jobs, *j)
+		}
 		if got := ids(jobs); got != c.want {
 			t.Errorf("-S %q: %s, want %s", c.spec, got, c.want)
 		}
