@@ -52,6 +52,7 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("POST /api/diag/reset", d.leaderRoute(d.handleDiagReset))
 	mux.HandleFunc("GET /api/status", d.handleStatus)
 	mux.HandleFunc("GET /api/config", d.handleConfig)
+	mux.HandleFunc("POST /api/token", d.handleToken)
 	if !d.cfg.ControllerOnly(d.o.Name) {
 		// A controller-only host runs no jobs: no agent routes to send any to.
 		d.agent.Routes(mux, d.nodeRoute)
@@ -97,9 +98,12 @@ func (d *Daemon) startServers() error {
 		ul.Close()
 		return fmt.Errorf("listen on %s: %w", d.addr(d.cfg.APIPort), err)
 	}
-	// Other nodes only: a client certificate of this cluster is required
-	// before a byte of HTTP is read.
-	tl = tls.NewListener(tl, d.creds.ServerConfig())
+	// Other nodes speak TLS: a client certificate of this cluster is
+	// required before a byte of HTTP is read. People speak plain HTTP to
+	// the web routes only (web.go).
+	split := newSplitListener(tl)
+	tl = tls.NewListener(split.tls, d.creds.ServerConfig())
+	webSrv := d.webServer()
 	tcpSrv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, body, err := peer.Verify(d.o.Key, r)
@@ -118,11 +122,11 @@ func (d *Daemon) startServers() error {
 		// credentials) are for the debug log, not the daemon's stderr.
 		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
 	}
-	d.srvs = append(d.srvs, unixSrv, tcpSrv)
+	d.srvs = append(d.srvs, unixSrv, tcpSrv, webSrv)
 	for _, s := range []struct {
 		srv *http.Server
 		l   net.Listener
-	}{{unixSrv, ul}, {tcpSrv, tl}} {
+	}{{unixSrv, ul}, {tcpSrv, tl}, {webSrv, split.plain}} {
 		go func() {
 			if err := s.srv.Serve(s.l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				d.log.Error("server stopped", "err", err)

@@ -144,6 +144,8 @@ func (s *scontrol) command(argv []string) {
 		s.create(argv)
 	case keyword(tag, "delete", 3):
 		s.delete(argv)
+	case keyword(tag, "token", 3):
+		s.token(argv)
 	case keyword(tag, "reconfigure", 3):
 		s.reconfigure(argv)
 	case keyword(tag, "pidinfo", 3):
@@ -1149,4 +1151,40 @@ func (s *scontrol) loadJobsQuiet() ([]api.Job, error) {
 	}
 	defer cancel()
 	return cl.Jobs(ctx)
+}
+
+// token is scontrol token [lifespan=SECONDS] [username=NAME]: a token of
+// Slurm's JWT scheme for the REST API and the dashboard, printed as
+// SLURM_JWT=... for the shell to export.
+func (s *scontrol) token(argv []string) {
+	var req api.TokenRequest
+	for _, arg := range argv[1:] {
+		k, v, _ := strings.Cut(arg, "=")
+		switch {
+		case keyword(k, "lifespan", 1):
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				s.fail("Invalid lifespan value: %s\n", v)
+				return
+			}
+			req.Lifespan = n
+		case keyword(k, "username", 1):
+			req.User = v
+		default:
+			s.fail("Invalid parameter %s for token\n", arg)
+			return
+		}
+	}
+	cl, ctx, cancel, err := connect(s.e)
+	if err != nil {
+		s.loadErr("slurm_request_token error", err)
+		return
+	}
+	defer cancel()
+	tok, err := cl.Token(ctx, req)
+	if err != nil {
+		s.loadErr("slurm_request_token error", err)
+		return
+	}
+	fmt.Fprintf(s.e.Stdout, "SLURM_JWT=%s\n", tok)
 }

@@ -463,3 +463,10 @@ func (c *Client) Report(ctx context.Context, start, end time.Time) (*ReportRespo
 func (c *Client) Takeover(ctx context.Context, node string) error {
 	return c.do(ctx, http.MethodPost, "/api/takeover", TakeoverRequest{Node: node}, nil)
 }
+
+// Token asks the local node for a token (scontrol token).
+func (c *Client) Token(ctx context.Context, req TokenRequest) (string, error) {
+	var out TokenResponse
+	err := c.do(ctx, http.MethodPost, "/api/token", req, &out)
+	return out.Token, err
+}

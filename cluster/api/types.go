@@ -1262,3 +1262,14 @@ type DiagRPC struct {
 	Count       uint64 `json:"count"`
 	TotalMicros uint64 `json:"total_us"`
 }
+
+// TokenRequest asks for a token of Slurm's JWT scheme (scontrol token).
+type TokenRequest struct {
+	User     string `json:"username,omitempty"` // default: the caller
+	Lifespan int64  `json:"lifespan,omitempty"` // seconds; default 1800
+}
+
+// TokenResponse carries the token.
+type TokenResponse struct {
+	Token string `json:"token"`
+}
