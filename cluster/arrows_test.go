@@ -40,6 +40,8 @@ var allowedImports = map[string][]string{
 	"hpc/internal/testrootfs": {},
 	"hpc/internal/faultnet":   {},
 	"hpc/e2e":                 {},
+	// A bench tool: the API client, as any scripted client would use it.
+	"hpc/scripts/bench/apisubmit": {"hpc/cluster/api"},
 }
 
 func TestImportArrows(t *testing.T) {

@@ -22,14 +22,14 @@ import (
 // ctlLab is a cluster of real daemons, each under a Node (so that a role
 // change can restart it), on loopback addresses 127.67.x.y of its own.
 type ctlLab struct {
-	t     *testing.T
+	t     testing.TB
 	cfg   *config.Config
 	dir   string
 	nodes map[string]*Node
 }
 
 // newCtlLab parses conf, where "NET." stands for the lab's address prefix.
-func newCtlLab(t *testing.T, conf string) *ctlLab {
+func newCtlLab(t testing.TB, conf string) *ctlLab {
 	t.Helper()
 	net := fmt.Sprintf("127.67.%d.", 1+rand.IntN(250))
 	cfg, err := config.Parse(strings.NewReader(strings.ReplaceAll(conf, "NET.", net)))
@@ -79,7 +79,7 @@ func (l *ctlLab) client(name string) *api.Client {
 }
 
 // waitUntil polls cond every 50 ms for up to timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

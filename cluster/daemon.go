@@ -131,6 +131,8 @@ const (
 	raftElection  = 300 * time.Millisecond
 	raftLease     = 250 * time.Millisecond
 	raftCommit    = 10 * time.Millisecond
+	raftMaxAppend = 512
+	raftLogCache  = 2048
 	applyTimeout  = 10 * time.Second
 )
 
@@ -281,6 +283,11 @@ func (d *Daemon) startRaft(bootstrap bool) error {
 	rc.CommitTimeout = raftCommit
 	rc.SnapshotThreshold = raftSnapshotThreshold
 	rc.SnapshotInterval = raftSnapshotInterval
+	// Many submits at once: the leader writes, and sends, up to this many
+	// entries in one disk write and one message (raft's default is 64),
+	// taking them off its apply channel in batches.
+	rc.MaxAppendEntries = raftMaxAppend
+	rc.BatchApplyCh = true
 	// A leader removed from the voters (hpc controller remove) steps down
 	// and waits for the word to restart without Raft (roles.go), rather
 	// than shutting Raft down under the routes that read it.
@@ -291,7 +298,14 @@ func (d *Daemon) startRaft(bootstrap bool) error {
 	if err != nil {
 		return err
 	}
-	r, err := raft.NewRaft(rc, d.fsm, bolt, bolt, snaps, trans)
+	// The newest entries stay in memory too: the leader sends them to the
+	// followers right after writing them, without reading them back from
+	// BoltDB one by one.
+	logs, err := raft.NewLogCache(raftLogCache, bolt)
+	if err != nil {
+		return err
+	}
+	r, err := raft.NewRaft(rc, d.fsm, logs, bolt, snaps, trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

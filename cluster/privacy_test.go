@@ -28,7 +28,7 @@ var (
 // askAs runs a route's handler for the caller id (on the leader, as the
 // socket would after reading peer credentials) and decodes a 200 answer
 // into out.
-func askAs(t *testing.T, d *Daemon, id peer.Identity, h handler, method, path string, body, out any) (int, string) {
+func askAs(t testing.TB, d *Daemon, id peer.Identity, h handler, method, path string, body, out any) (int, string) {
 	t.Helper()
 	var rd *strings.Reader
 	if body != nil {

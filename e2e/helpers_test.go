@@ -245,6 +245,7 @@ var labAddrs = map[string]labAddr{
 	"scripts/arm64.sh":         {102, 34217}, // its one-node smoke lab; no test of this name
 	// Not a test: the hpc lab of scripts/bench/side-by-side.sh.
 	"scripts/bench/side-by-side.sh": {103, 34317},
+	"scripts/bench/scale.sh":        {107, 34817},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a
