@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -388,26 +390,68 @@ func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 	return job, assocErr
 }
 
+// handleJobs lists the jobs the caller may see, by id: all of them, or
+// with ?job=ID that job (with its array's tasks when it is an array's id
+// or task), as scontrol show job ID asks. The records are lent by the state (fsm.LendJobs) and
+// written one by one as the client reads them: a long list holds no lock
+// and no copy of itself. The count comes first, so a client sizes its
+// list once.
 func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
-	var out api.JobsResponse
 	whole := r.URL.Query().Get("whole") == "1"
-	d.fsm.View(func(st *fsm.State) {
-		v := d.viewerIn(st, id) // privacy.go
-		out.Jobs = make([]api.Job, 0, len(st.Jobs))
-		for _, j := range st.Jobs {
-			if seen, ok := v.job(j); ok {
-				if !whole && seen.Spec.Script != "" {
-					withhold(&seen) // privacy.go
-				}
-				out.Jobs = append(out.Jobs, seen)
+	var one uint64
+	if s := r.URL.Query().Get("job"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidJobID, Detail: s})
+			return
+		}
+		one = n
+	}
+	var v jobViewer
+	jobs, release := d.fsm.LendJobs(func(st *fsm.State, add func(*api.Job)) {
+		v = d.viewerIn(st, id) // privacy.go
+		if one == 0 {
+			for _, j := range st.Jobs {
+				add(j)
+			}
+			return
+		}
+		j := st.Jobs[one]
+		if j != nil && j.ArrayJobID == 0 {
+			add(j)
+			return
+		}
+		// A task of an array, or an array's id (whose first task may be
+		// gone): the whole array, which scontrol shows as one record
+		// while its tasks wait.
+		array := one
+		if j != nil {
+			array = j.ArrayJobID
+		}
+		for _, t := range st.Jobs {
+			if t.ArrayJobID == array {
+				add(t)
 			}
 		}
 	})
-	sort.Slice(out.Jobs, func(a, b int) bool { return out.Jobs[a].ID < out.Jobs[b].ID })
-	for i := range out.Jobs {
-		d.view.overlay(&out.Jobs[i])
+	defer release()
+	slices.SortFunc(jobs, func(a, b *api.Job) int { return cmp.Compare(a.ID, b.ID) })
+	n := 0
+	for _, j := range jobs {
+		if v.listed(j) {
+			jobs[n] = j
+			n++
+		}
 	}
-	peer.WriteJSON(w, out)
+	jobs = jobs[:n]
+	writeJobList(w, jobs, func(j *api.Job) api.Job {
+		seen, _ := v.job(j)
+		if !whole && seen.Spec.Script != "" {
+			withhold(&seen) // privacy.go
+		}
+		d.view.overlay(&seen)
+		return seen
+	})
 }
 
 func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {

@@ -516,7 +516,13 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 			task = rest // a heterogeneous component (12+1): hpc has none
 		}
 	}
-	jobs, ok := s.loadJobs()
+	var jobs []api.Job
+	var ok bool
+	if hasVal {
+		jobs, ok = s.loadJob(id) // that job, or its array
+	} else {
+		jobs, ok = s.loadJobs()
+	}
 	if !ok {
 		return
 	}
@@ -577,6 +583,12 @@ func arrayMember(j api.Job, id uint64, task string) bool {
 // loadJobs gets the job list, reporting a failure as scontrol does.
 func (s *scontrol) loadJobs() ([]api.Job, bool) {
 	return load(s, "slurm_load_jobs error", (*api.Client).Jobs)
+}
+
+// loadJob is one job (and its array's tasks, when it is in one), not the
+// whole list.
+func (s *scontrol) loadJob(id uint64) ([]api.Job, bool) {
+	return load(s, "slurm_load_jobs error", func(cl *api.Client, ctx context.Context) ([]api.Job, error) { return cl.Job(ctx, id) })
 }
 
 // load asks the controller with get, reporting a failure as scontrol's

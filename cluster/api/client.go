@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,8 +14,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,39 +40,50 @@ func NewClient(socket string) *Client {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// send makes a request and returns a successful answer, whose body the
+// caller reads and closes, or the answer's error.
+func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://hpc"+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var ne *net.OpError
 		if errors.As(err, &ne) {
-			return &Error{Message: ErrNoLeader, Detail: fmt.Sprintf("cannot reach the node at %s: %v", c.Socket, ne.Err)}
+			return nil, &Error{Message: ErrNoLeader, Detail: fmt.Sprintf("cannot reach the node at %s: %v", c.Socket, ne.Err)}
 		}
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		var e Error
 		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Message == "" {
-			return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+			return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
 		}
-		return &e
+		return nil, &e
 	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return resp, nil
 }
 
 // Submit queues a job and returns its id once the submission is committed
@@ -134,17 +149,184 @@ func answerLost(err error) bool {
 
 // Jobs lists the jobs the controller holds.
 func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
-	var out JobsResponse
-	err := c.do(ctx, http.MethodGet, "/api/jobs", nil, &out)
-	return out.Jobs, err
+	return c.jobList(ctx, "/api/jobs")
 }
 
 // JobsWhole lists jobs with the batch scripts and environments the caller
 // may see (Jobs leaves them out).
 func (c *Client) JobsWhole(ctx context.Context) ([]Job, error) {
-	var out JobsResponse
-	err := c.do(ctx, http.MethodGet, "/api/jobs?whole=1", nil, &out)
-	return out.Jobs, err
+	return c.jobList(ctx, "/api/jobs?whole=1")
+}
+
+// Job lists one job, or an array's tasks when id is the array's (the
+// list is empty when there is no such job).
+func (c *Client) Job(ctx context.Context, id uint64) ([]Job, error) {
+	return c.jobList(ctx, fmt.Sprintf("/api/jobs?job=%d", id))
+}
+
+// jobList reads a job list ({"count":N,"jobs":[...]}) as it arrives into
+// a list sized once by the count: a list of 100,000 jobs is never held
+// twice, as text and as records. The daemon writes one job per line
+// (cluster's joblist.go); those lines are decoded side by side, on every
+// core. An answer not framed so is read as plain JSON.
+func (c *Client) jobList(ctx context.Context, path string) ([]Job, error) {
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReaderSize(resp.Body, 256<<10)
+	head, err := br.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("GET %s: reading the job list: %w", path, err)
+	}
+	var jobs []Job
+	if n, ok := jobListHead(head); ok {
+		jobs, err = jobLines(br, n)
+	} else {
+		jobs, err = jobListJSON(io.MultiReader(bytes.NewReader(head), br))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: reading the job list: %w", path, err)
+	}
+	return jobs, nil
+}
+
+// maxListed bounds the jobs a client makes room for before it has read
+// them (a job is a kilobyte); Slurm's MaxJobCount is far below.
+const maxListed = 1 << 21
+
+// jobListHead reads the count of a framed list's first line.
+func jobListHead(line []byte) (int, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"count":`))
+	if !ok {
+		return 0, false
+	}
+	num, ok := bytes.CutSuffix(rest, []byte(",\"jobs\":[\n"))
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(num))
+	return n, err == nil && n >= 0 && n <= maxListed
+}
+
+// jobLines decodes n jobs, one per line (a comma before all but the
+// first), up to the closing "]}".
+func jobLines(br *bufio.Reader, n int) ([]Job, error) {
+	jobs := make([]Job, n)
+	type batch struct {
+		first int
+		lines [][]byte
+	}
+	work := make(chan batch, 4)
+	var mu sync.Mutex
+	var decodeErr error
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				for k, line := range b.lines {
+					if err := json.Unmarshal(line, &jobs[b.first+k]); err != nil {
+						mu.Lock()
+						decodeErr = cmp.Or(decodeErr, err)
+						mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	read, err := func() (int, error) {
+		defer close(work)
+		i, b := 0, batch{}
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				return i, fmt.Errorf("cut short after %d of %d jobs: %w", i, n, err)
+			}
+			if line[0] == ']' {
+				if len(b.lines) > 0 {
+					work <- b
+				}
+				return i, nil
+			}
+			if i > 0 {
+				if line[0] != ',' {
+					return i, fmt.Errorf("job %d: not a list item", i)
+				}
+				line = line[1:]
+			}
+			if i >= n {
+				return i, fmt.Errorf("more jobs than the %d counted", n)
+			}
+			if len(b.lines) == 0 {
+				b.first = i
+			}
+			b.lines = append(b.lines, line)
+			i++
+			if len(b.lines) == 64 {
+				work <- b
+				b = batch{}
+			}
+		}
+	}()
+	wg.Wait()
+	if err == nil && read != n {
+		err = fmt.Errorf("%d jobs of the %d counted", read, n)
+	}
+	return jobs, cmp.Or(err, decodeErr)
+}
+
+// jobListJSON reads a job list as plain JSON, one job at a time.
+func jobListJSON(r io.Reader) ([]Job, error) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not an object (%v)", err)
+	}
+	var jobs []Job
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch t {
+		case "count":
+			var n int
+			if err := dec.Decode(&n); err != nil {
+				return nil, err
+			}
+			if jobs == nil {
+				jobs = make([]Job, 0, min(max(n, 0), maxListed))
+			}
+		case "jobs":
+			t, err := dec.Token()
+			if err == nil && t == nil {
+				continue // null: none
+			}
+			if err != nil || t != json.Delim('[') {
+				return nil, fmt.Errorf("jobs is not a list (%v)", err)
+			}
+			for dec.More() {
+				jobs = append(jobs, Job{})
+				if err := dec.Decode(&jobs[len(jobs)-1]); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if jobs == nil {
+		jobs = []Job{}
+	}
+	return jobs, nil
 }
 
 // Nodes lists nodes and partitions.

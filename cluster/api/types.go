@@ -578,9 +578,11 @@ type CancelResponse struct {
 	Results []CancelResult `json:"results"`
 }
 
-// JobsResponse answers a job listing.
+// JobsResponse answers a job listing: the count first, so that a client
+// reading the list as it arrives sizes it once (Client.jobList).
 type JobsResponse struct {
-	Jobs []Job `json:"jobs"`
+	Count int   `json:"count"`
+	Jobs  []Job `json:"jobs"`
 }
 
 // NodesResponse answers a node/partition listing (sinfo).

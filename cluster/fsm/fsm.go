@@ -332,13 +332,31 @@ func (s *snapshot) Release() {
 	if s.dump != nil {
 		s.dump.Close()
 	}
-	s.once.Do(func() {
-		s.f.mu.Lock()
-		defer s.f.mu.Unlock()
-		if s.f.snapshots--; s.f.snapshots == 0 {
-			s.f.owned = nil
-		}
-	})
+	s.once.Do(s.f.unshare)
+}
+
+// unshare ends one snapshot's or lender's hold on the job records.
+func (f *FSM) unshare() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.snapshots--; f.snapshots == 0 {
+		f.owned = nil
+	}
+}
+
+// LendJobs lends job records to read after the lock is released, for a
+// long answer (a job list) encoded at the client's pace: pick, under the
+// lock, adds the records wanted. Until release is called, Apply copies a
+// record before changing it, as it does for a snapshot, so the lent
+// records stay as they were; nothing waits on the reader.
+func (f *FSM) LendJobs(pick func(st *State, add func(*api.Job))) (jobs []*api.Job, release func()) {
+	f.mu.Lock()
+	pick(&f.st, func(j *api.Job) { jobs = append(jobs, j) })
+	f.snapshots++
+	f.owned = map[uint64]bool{}
+	f.mu.Unlock()
+	var once sync.Once
+	return jobs, func() { once.Do(f.unshare) }
 }
 
 // Restore implements raft.FSM. The accounting store is made to hold

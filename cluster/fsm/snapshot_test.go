@@ -240,3 +240,40 @@ func acctTexts(t *testing.T, st *accounting.Store) []accounting.Row {
 	}
 	return rows
 }
+
+// Job records lent for a long answer (LendJobs) stay as they were while
+// later entries change the jobs, as a snapshot's do; released, the state
+// stops copying for them.
+func TestLentJobsIsolatedFromLaterApplies(t *testing.T) {
+	entries := readLegacyLog(t)
+	for cut := 0; cut < len(entries); cut++ {
+		f, _ := testFSM(t, testConfig(t))
+		for i, e := range entries[:cut] {
+			f.Apply(&raft.Log{Index: uint64(i + 1), Data: e})
+		}
+		jobs, release := f.LendJobs(func(st *State, add func(*api.Job)) {
+			for _, j := range st.Jobs {
+				add(j)
+			}
+		})
+		var want int
+		f.View(func(st *State) { want = len(st.Jobs) })
+		if len(jobs) != want {
+			t.Fatalf("lent %d of %d jobs", len(jobs), want)
+		}
+		before, _ := json.Marshal(jobs)
+		for i, e := range entries[cut:] {
+			f.Apply(&raft.Log{Index: uint64(cut + i + 1), Data: e})
+		}
+		after, _ := json.Marshal(jobs)
+		if string(before) != string(after) {
+			t.Fatalf("records lent after entry %d changed under later entries:\n%s\nwant\n%s", cut, after, before)
+		}
+		release()
+		release() // twice is once
+		f.View(func(*State) {})
+		if f.snapshots != 0 || f.owned != nil {
+			t.Fatalf("after release: %d holders, owned %v", f.snapshots, f.owned)
+		}
+	}
+}

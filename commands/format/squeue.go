@@ -272,6 +272,7 @@ func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
 		fields, _ = ParseSqueueFormat(DefaultSqueueFormat)
 	}
 	var b strings.Builder
+	b.Grow((len(jobs) + 1) * lineGuess(fields)) // one allocation for 100,000 lines
 	if !o.NoHeader {
 		if o.Long {
 			b.WriteString(CTime(now) + "\n")
@@ -295,4 +296,18 @@ func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// lineGuess is about how long a line of these fields is: the widths given,
+// and ten bytes for a field of no width.
+func lineGuess(fields []Field) int {
+	n := 1
+	for _, f := range fields {
+		w := f.Width
+		if w <= 0 {
+			w = 10
+		}
+		n += w + len(f.Text)
+	}
+	return n
 }
