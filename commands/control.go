@@ -18,6 +18,7 @@ import (
 	"hpc/cluster/config"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
+	"hpc/cluster/openapi"
 	"hpc/commands/format"
 	"hpc/internal/words"
 )
@@ -520,7 +521,7 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 	if !ok {
 		return
 	}
-	jobs = format.CollapseArrays(jobs) // an array's pending tasks are one record
+	jobs = openapi.CollapseArrays(jobs) // an array's pending tasks are one record
 	if hasVal && !hasJob(jobs, id) && !hasArray(jobs, id) {
 		s.loadErr("slurm_load_jobs error", &api.Error{Message: api.ErrInvalidJobID})
 		return
@@ -1004,7 +1005,7 @@ func configValues(cfg *servedConfig) (map[string]string, []format.ConfigItem) {
 	}
 	vals["SLURM_CONF"] = cfg.SlurmConf
 	vals["StateSaveLocation"] = cfg.StateSaveLocation
-	vals["SLURM_VERSION"] = format.SlurmVersion
+	vals["SLURM_VERSION"] = openapi.SlurmVersion
 
 	own = append(own, format.ConfigItem{Key: "HpcApiPort", Value: strconv.Itoa(cfg.APIPort)},
 		format.ConfigItem{Key: "HpcRaftPort", Value: strconv.Itoa(cfg.RaftPort)},
