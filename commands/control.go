@@ -844,16 +844,9 @@ func (s *scontrol) controllers(cfg *config.Config) ([]format.Controller, bool) {
 // answers with Raft running, whatever its Raft role. A node still being
 // added (no vote yet) is left out.
 func pingControllers(states []api.ControllerState) []format.Controller {
-	voters := false
-	for _, c := range states {
-		voters = voters || c.Voter
-	}
 	var ctls []format.Controller
-	for _, c := range states {
-		if voters && !c.Voter {
-			continue
-		}
-		ctls = append(ctls, format.Controller{Name: c.Name, Up: c.Role != api.RoleDown})
+	for _, c := range openapi.PingControllers(states) {
+		ctls = append(ctls, format.Controller{Name: c.Name, Up: c.Up})
 	}
 	return ctls
 }
