@@ -17,6 +17,7 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 	"hpc/cluster/jobspec"
+	"hpc/cluster/openapi"
 	"hpc/commands/format"
 )
 
@@ -110,15 +111,7 @@ func sacctMain(e *Env, prog string, args []string) int {
 	rows = collapseAcctArrays(p.filter(rows))
 	if p.mime != "" {
 		name, _ := clusterName(e)
-		var b strings.Builder
-		if p.mime == "json" {
-			writeJSON(&b, sacctData(rows, name), 0)
-		} else {
-			b.WriteString("---")
-			writeYAML(&b, sacctData(rows, name), 0, false)
-			b.WriteString("...\n")
-		}
-		fmt.Fprint(e.Stdout, b.String())
+		writeMime(e.Stdout, p.mime, openapi.AcctJobsAnswer(rows, name))
 		return 0
 	}
 	if p.script || p.env {
@@ -747,7 +740,7 @@ func collapseAcctArrays(rows []api.AcctRow) []api.AcctRow {
 		}
 		delete(tasks, r.ArrayJobID)
 		slices.Sort(ids)
-		r.ArrayTasks = format.IntRanges(ids)
+		r.ArrayTasks = openapi.IntRanges(ids)
 		out = append(out, r)
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"hpc/cluster/config"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
+	"hpc/cluster/openapi"
 	"hpc/commands/format"
 	"hpc/internal/words"
 )
@@ -526,7 +527,7 @@ func (s *scontrol) showJobs(val string, hasVal bool) {
 	if !ok {
 		return
 	}
-	jobs = format.CollapseArrays(jobs) // an array's pending tasks are one record
+	jobs = openapi.CollapseArrays(jobs) // an array's pending tasks are one record
 	if hasVal && !hasJob(jobs, id) && !hasArray(jobs, id) {
 		s.loadErr("slurm_load_jobs error", &api.Error{Message: api.ErrInvalidJobID})
 		return
@@ -855,16 +856,9 @@ func (s *scontrol) controllers(cfg *config.Config) ([]format.Controller, bool) {
 // answers with Raft running, whatever its Raft role. A node still being
 // added (no vote yet) is left out.
 func pingControllers(states []api.ControllerState) []format.Controller {
-	voters := false
-	for _, c := range states {
-		voters = voters || c.Voter
-	}
 	var ctls []format.Controller
-	for _, c := range states {
-		if voters && !c.Voter {
-			continue
-		}
-		ctls = append(ctls, format.Controller{Name: c.Name, Up: c.Role != api.RoleDown})
+	for _, c := range openapi.PingControllers(states) {
+		ctls = append(ctls, format.Controller{Name: c.Name, Up: c.Up})
 	}
 	return ctls
 }
@@ -1016,7 +1010,7 @@ func configValues(cfg *servedConfig) (map[string]string, []format.ConfigItem) {
 	}
 	vals["SLURM_CONF"] = cfg.SlurmConf
 	vals["StateSaveLocation"] = cfg.StateSaveLocation
-	vals["SLURM_VERSION"] = format.SlurmVersion
+	vals["SLURM_VERSION"] = openapi.SlurmVersion
 
 	own = append(own, format.ConfigItem{Key: "HpcApiPort", Value: strconv.Itoa(cfg.APIPort)},
 		format.ConfigItem{Key: "HpcRaftPort", Value: strconv.Itoa(cfg.RaftPort)},

@@ -13,13 +13,13 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/hostlist"
 	"hpc/cluster/jobspec"
-	"hpc/commands/format"
+	"hpc/cluster/openapi"
 )
 
 // slurmVersion is what the Slurm-named commands print for -V/--version:
 // the Slurm release whose behaviour they follow, spelled as Debian's
 // slurm-wlm package prints it.
-const slurmVersion = "slurm-wlm " + format.SlurmVersion
+const slurmVersion = "slurm-wlm " + openapi.SlurmVersion
 
 // quit stops option parsing with an exit status; whatever had to be said
 // was printed.

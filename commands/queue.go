@@ -11,6 +11,7 @@ import (
 
 	"hpc/cluster/api"
 	"hpc/cluster/jobspec"
+	"hpc/cluster/openapi"
 	"hpc/commands/format"
 )
 
@@ -372,7 +373,7 @@ func (p *squeueParams) show(e *Env, prog string) int {
 	// squeue -j with one id asks the controller for that job only, and
 	// the controller refuses an id it does not know.
 	if !p.array {
-		jobs = format.CollapseArrays(jobs)
+		jobs = openapi.CollapseArrays(jobs)
 	}
 	if len(p.jobs) == 1 && !hasRef(jobs, p.jobs[0]) {
 		fmt.Fprintf(e.Stderr, "%s: %s\n", load, api.ErrInvalidJobID)

@@ -21,7 +21,7 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 	"hpc/cluster/jobspec"
-	"hpc/commands/format"
+	"hpc/cluster/openapi"
 )
 
 // srun and salloc. srun inside a job (SLURM_JOB_ID set, or --jobid) runs a
@@ -882,7 +882,7 @@ func reportExits(con *console, prog string, exits []api.TaskExit) int {
 		if len(g.tasks) > 1 {
 			word = "tasks"
 		}
-		con.printf("%s: error: %s: %s %s: %s\n", prog, g.node, word, format.IntRanges(g.tasks), g.what)
+		con.printf("%s: error: %s: %s %s: %s\n", prog, g.node, word, openapi.IntRanges(g.tasks), g.what)
 	}
 	return rc
 }
@@ -1208,7 +1208,7 @@ func (w *stepWatch) printStatus() {
 		if len(g.tasks) > 1 {
 			word = "tasks"
 		}
-		w.con.printf("%s: StepId=%d.%d %s %s: %s\n", w.prog, w.jobID, w.step.ID, word, format.IntRanges(g.tasks), g.what)
+		w.con.printf("%s: StepId=%d.%d %s %s: %s\n", w.prog, w.jobID, w.step.ID, word, openapi.IntRanges(g.tasks), g.what)
 	}
 }
 

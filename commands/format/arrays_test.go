@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 func TestArrayTaskString(t *testing.T) {
@@ -12,7 +13,7 @@ func TestArrayTaskString(t *testing.T) {
 	for i := 0; i < 80; i += 2 {
 		many = append(many, i, i+1)
 	}
-	long := IntRanges([]int{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 43, 45, 47, 50})
+	long := openapi.IntRanges([]int{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 43, 45, 47, 50})
 	for _, c := range []struct {
 		tasks, spec, env, want string
 	}{
@@ -22,14 +23,14 @@ func TestArrayTaskString(t *testing.T) {
 		{"0,3,6,9,12,15", "0-15:3", "", "0-15:3"},  // stepped: >5 ids over >10
 		{"0,3,6,9,12", "0-12:3", "", "0,3,6,9,12"}, // 5 ids: ranges
 		{"0,2,4,6,8,10", "0-10:2", "", "0,2,4,6,8,10"},
-		{IntRanges(many), "0-79", "", "0-79"},
+		{openapi.IntRanges(many), "0-79", "", "0-79"},
 		{long, "1-50", "", long[:60] + "..."},
 		{long, "1-50", "0", long},
 		{long, "1-50", "20", long[:16] + "..."},
 	} {
 		t.Setenv("SLURM_BITSTR_LEN", c.env)
 		j := api.Job{ID: 7, ArrayJobID: 7, ArrayTasks: c.tasks, Spec: api.JobSpec{Array: c.spec}}
-		if got := arrayTaskString(&j); got != c.want {
+		if got := openapi.ArrayTaskString(&j); got != c.want {
 			t.Errorf("%s (%s, SLURM_BITSTR_LEN=%q): %q, want %q", c.tasks, c.spec, c.env, got, c.want)
 		}
 		if got := jobID(&j); got != "7_["+c.want+"]" {

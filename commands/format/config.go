@@ -1,6 +1,7 @@
 package format
 
 import (
+	"hpc/cluster/openapi"
 	"strconv"
 	"strings"
 	"time"
@@ -212,7 +213,7 @@ var slurmConfigKeys = []configKey{
 	{key: "SlurmctldPidFile", def: "/var/run/slurmctld.pid"},
 	{key: "SlurmctldPlugstack", def: "(null)"},
 	{key: "SLURM_CONF", def: "/etc/slurm/slurm.conf"},
-	{key: "SLURM_VERSION", def: SlurmVersion},
+	{key: "SLURM_VERSION", def: openapi.SlurmVersion},
 	{key: "SrunEpilog", def: "(null)"},
 	{key: "SrunPortRange", def: "0-0"},
 	{key: "SrunProlog", def: "(null)"},

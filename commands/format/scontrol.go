@@ -3,19 +3,14 @@ package format
 import (
 	"fmt"
 	"net"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
-
-// SlurmVersion is the Slurm release whose output this package reproduces;
-// scontrol show node prints it as the node's Version.
-const SlurmVersion = "22.05.8"
 
 // record builds scontrol's "Key=Value" records: items on one line are joined
 // by spaces and lines by "\n   " (or by a space with -o, one-liner).
@@ -52,7 +47,7 @@ func jobIDLine(j *api.Job) string {
 		return "JobId=" + jobID(j) + " JobName=" + orNull(j.Spec.Name)
 	}
 	s := fmt.Sprintf("JobId=%d ArrayJobId=%d ArrayTaskId=%s ", j.ID, j.ArrayJobID, arrayTaskID(j))
-	if lim := arrayThrottle(j); lim > 0 {
+	if lim := openapi.ArrayThrottle(j); lim > 0 {
 		s += "ArrayTaskThrottle=" + strconv.Itoa(lim) + " "
 	}
 	return s + "JobName=" + orNull(j.Spec.Name)
@@ -70,9 +65,9 @@ func ShowJob(j *api.Job, now time.Time, oneLiner, details bool) string {
 	r.add("UserId=" + jobUser(j) + "(" + strconv.FormatUint(uint64(j.UID), 10) + ") ")
 	r.add("GroupId=" + jobGroup(j) + "(" + strconv.FormatUint(uint64(j.GID), 10) + ") MCS_label=N/A")
 	r.nl()
-	r.add("Priority=" + strconv.FormatUint(uint64(BasicPriority(j)), 10) + " Nice=0 Account=" + orNull(jobAccount(j)) + " QOS=" + jobQOS(j))
+	r.add("Priority=" + strconv.FormatUint(uint64(openapi.BasicPriority(j)), 10) + " Nice=0 Account=" + orNull(openapi.JobAccount(j)) + " QOS=" + openapi.JobQOS(j))
 	r.nl()
-	r.add("JobState=" + string(j.State) + " Reason=" + underscoreSpaces(jobReason(j)) + " Dependency=" + dependencyString(j))
+	r.add("JobState=" + string(j.State) + " Reason=" + underscoreSpaces(openapi.JobReason(j)) + " Dependency=" + openapi.DependencyString(j))
 	r.nl()
 	batch := 0
 	if j.HasScript() {
@@ -100,18 +95,18 @@ func ShowJob(j *api.Job, now time.Time, oneLiner, details bool) string {
 	if j.Spec.Begin.After(j.SubmitTime) {
 		eligible = ISOTime(j.Spec.Begin)
 	}
-	if notEligible(j) {
+	if openapi.NotEligible(j) {
 		eligible = "Unknown"
 	}
 	r.add("SubmitTime=" + ISOTime(j.SubmitTime) + " EligibleTime=" + eligible)
 	r.nl()
 	r.add("AccrueTime=" + eligible)
 	r.nl()
-	start, end := jobStartEnd(j) // a pending job's: when the scheduler expects it
+	start, end := openapi.JobStartEnd(j) // a pending job's: when the scheduler expects it
 	r.add("StartTime=" + ISOTime(start) + " EndTime=" + ISOTime(end) + " Deadline=N/A")
 	r.nl()
 	lastEval := j.SubmitTime
-	if jobStarted(j) {
+	if openapi.JobStarted(j) {
 		lastEval = j.StartTime
 	}
 	r.add("SuspendTime=None SecsPreSuspend=0 LastSchedEval=" + ISOTime(lastEval) + " Scheduler=Main")
@@ -124,38 +119,38 @@ func ShowJob(j *api.Job, now time.Time, oneLiner, details bool) string {
 	r.nl()
 	r.add("ReqNodeList=" + orNull(j.Spec.NodeList) + " ExcNodeList=" + orNull(j.Spec.Exclude))
 	r.nl()
-	r.add("NodeList=" + nodeList(j.NodeNames()))
+	r.add("NodeList=" + openapi.NodeList(j.NodeNames()))
 	r.nl()
 	if j.BatchHost != "" {
 		r.add("BatchHost=" + j.BatchHost)
 		r.nl()
 	}
-	cpus := jobNumCPUs(j)
-	r.add("NumNodes=" + strconv.Itoa(jobNumNodes(j)) + " NumCPUs=" + strconv.Itoa(cpus) +
-		" NumTasks=" + strconv.Itoa(jobTasks(j)) + " CPUs/Task=" + strconv.Itoa(jobCPUsPerTask(j)) +
+	cpus := openapi.JobNumCPUs(j)
+	r.add("NumNodes=" + strconv.Itoa(openapi.JobNumNodes(j)) + " NumCPUs=" + strconv.Itoa(cpus) +
+		" NumTasks=" + strconv.Itoa(openapi.JobTasks(j)) + " CPUs/Task=" + strconv.Itoa(openapi.JobCPUsPerTask(j)) +
 		" ReqB:S:C:T=0:0:*:*")
 	r.nl()
-	r.add("TRES=" + orNull(jobTRES(j)))
+	r.add("TRES=" + orNull(openapi.JobTRES(j)))
 	r.nl()
 	r.add("Socks/Node=* NtasksPerN:B:S:C=" + strconv.Itoa(j.Spec.NTasksPerNode) + ":0:*:* CoreSpec=*")
 	r.nl()
-	if details && jobStarted(j) && len(j.Alloc) > 0 {
+	if details && openapi.JobStarted(j) && len(j.Alloc) > 0 {
 		// What each node gives the job, as scontrol show job -d lists it.
 		r.add("JOB_GRES=" + orNull(jobGresAlloc(j)))
 		r.nl()
 		for _, a := range j.Alloc {
-			r.add("  Nodes=" + a.Node + " CPU_IDs=" + idList(a.CPUIDs) + " Mem=" + strconv.FormatInt(a.MemMB, 10) + " GRES=" + gresOfAlloc(a))
+			r.add("  Nodes=" + a.Node + " CPU_IDs=" + openapi.IDList(a.CPUIDs) + " Mem=" + strconv.FormatInt(a.MemMB, 10) + " GRES=" + openapi.GresOfAlloc(a))
 			r.nl()
 		}
 	}
-	mem := "MinMemoryCPU=" + convertMB(DefMemPerCPU)
+	mem := "MinMemoryCPU=" + openapi.ConvertMB(openapi.DefMemPerCPU)
 	switch {
 	case j.Spec.MemPerNodeMB > 0:
-		mem = "MinMemoryNode=" + convertMB(j.Spec.MemPerNodeMB)
+		mem = "MinMemoryNode=" + openapi.ConvertMB(j.Spec.MemPerNodeMB)
 	case j.Spec.MemPerCPUMB > 0:
-		mem = "MinMemoryCPU=" + convertMB(j.Spec.MemPerCPUMB)
+		mem = "MinMemoryCPU=" + openapi.ConvertMB(j.Spec.MemPerCPUMB)
 	}
-	r.add("MinCPUsNode=" + strconv.Itoa(jobCPUsPerTask(j)) + " " + mem + " MinTmpDiskNode=0")
+	r.add("MinCPUsNode=" + strconv.Itoa(openapi.JobCPUsPerTask(j)) + " " + mem + " MinTmpDiskNode=0")
 	r.nl()
 	r.add("Features=" + orNull(j.Spec.Constraint) + " DelayBoot=00:00:00")
 	r.nl()
@@ -166,11 +161,11 @@ func ShowJob(j *api.Job, now time.Time, oneLiner, details bool) string {
 	r.add("WorkDir=" + orNull(j.Spec.WorkDir))
 	if batch == 1 {
 		r.nl()
-		r.add("StdErr=" + jobStdErr(j))
+		r.add("StdErr=" + openapi.JobStdErr(j))
 		r.nl()
-		r.add("StdIn=" + jobStdIn(j))
+		r.add("StdIn=" + openapi.JobStdIn(j))
 		r.nl()
-		r.add("StdOut=" + jobStdOut(j))
+		r.add("StdOut=" + openapi.JobStdOut(j))
 	}
 	if j.Spec.Switches > 0 {
 		r.nl()
@@ -179,7 +174,7 @@ func ShowJob(j *api.Job, now time.Time, oneLiner, details bool) string {
 	r.nl()
 	r.add("Power=")
 	for _, t := range []struct{ key, val string }{
-		{"TresPerJob", tresPerJob(j)}, {"TresPerNode", tresPerNode(j)}, {"TresPerTask", tresPerTask(j)},
+		{"TresPerJob", openapi.TRESPerJob(j)}, {"TresPerNode", openapi.TRESPerNode(j)}, {"TresPerTask", openapi.TRESPerTask(j)},
 	} {
 		if t.val != "N/A" {
 			r.nl()
@@ -209,19 +204,6 @@ func underscoreSpaces(s string) string {
 	}, s)
 }
 
-// nodeArch is the machine name Slurm reports for this build's architecture.
-func nodeArch() string {
-	switch runtime.GOARCH {
-	case "amd64":
-		return "x86_64"
-	case "arm64":
-		return "aarch64"
-	case "386":
-		return "i686"
-	}
-	return runtime.GOARCH
-}
-
 // ShowNode renders a node as scontrol show node (oneLiner: scontrol -o) does.
 // The node is modelled as one socket of CPUs cores, one thread each. Values
 // hpc does not track print as Slurm prints them when unknown (CPULoad=N/A,
@@ -230,9 +212,9 @@ func nodeArch() string {
 // carries one ("10.0.0.5:7946").
 func ShowNode(n api.Node, oneLiner bool) string {
 	r := newRecord(oneLiner)
-	st := effectiveNodeState(n, false)
+	st := openapi.EffectiveNodeState(n, false)
 	cpus := strconv.Itoa(n.CPUs)
-	r.add("NodeName=" + n.Name + " Arch=" + nodeArch() + " CoresPerSocket=" + cpus + " ")
+	r.add("NodeName=" + n.Name + " Arch=" + openapi.NodeArch() + " CoresPerSocket=" + cpus + " ")
 	r.nl()
 	r.add("CPUAlloc=" + strconv.Itoa(n.AllocCPUs) + " CPUEfctv=" + cpus + " CPUTot=" + cpus + " CPULoad=N/A")
 	r.nl()
@@ -253,12 +235,12 @@ func ShowNode(n api.Node, oneLiner bool) string {
 	if port != "" {
 		r.add("Port=" + port + " ")
 	}
-	r.add("Version=" + SlurmVersion)
+	r.add("Version=" + openapi.SlurmVersion)
 	r.nl()
 	r.add("RealMemory=" + strconv.FormatInt(n.MemMB, 10) + " AllocMem=" + strconv.FormatInt(n.AllocMemMB, 10) +
 		" FreeMem=N/A Sockets=1 Boards=1")
 	r.nl()
-	r.add("State=" + st.complete() + " ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A")
+	r.add("State=" + st.Complete() + " ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A")
 	r.nl()
 	if len(n.Partitions) > 0 {
 		r.add("Partitions=" + strings.Join(n.Partitions, ",") + " ")
@@ -268,10 +250,10 @@ func ShowNode(n api.Node, oneLiner bool) string {
 	r.nl()
 	r.add("LastBusyTime=Unknown")
 	r.nl()
-	gres := parseGres(n.Gres)
-	r.add("CfgTRES=" + orNull(tresString(int64(n.CPUs), n.MemMB, 0, int64(n.CPUs), gres)))
+	gres := openapi.ParseGres(n.Gres)
+	r.add("CfgTRES=" + orNull(openapi.TRESString(int64(n.CPUs), n.MemMB, 0, int64(n.CPUs), gres)))
 	r.nl()
-	r.add("AllocTRES=" + tresString(int64(n.AllocCPUs), n.AllocMemMB, 0, 0, nil))
+	r.add("AllocTRES=" + openapi.TRESString(int64(n.AllocCPUs), n.AllocMemMB, 0, 0, nil))
 	r.nl()
 	r.add("CapWatts=n/a")
 	r.nl()
@@ -322,12 +304,12 @@ func ShowPartition(p api.Partition, nodes []api.Node, oneLiner bool) string {
 		}
 	}
 	var cpus, mem int64
-	var gres []gresCount
+	var gres []openapi.GresCount
 	for _, name := range names {
 		n := byName[name]
 		cpus += int64(n.CPUs)
 		mem += n.MemMB
-		gres = addGres(gres, parseGres(n.Gres))
+		gres = addGres(gres, openapi.ParseGres(n.Gres))
 	}
 
 	r.add("PartitionName=" + p.Name)
@@ -359,7 +341,7 @@ func ShowPartition(p api.Partition, nodes []api.Node, oneLiner bool) string {
 	r.nl()
 	nodesStr := "(null)"
 	if len(names) > 0 {
-		nodesStr = nodeList(names)
+		nodesStr = openapi.NodeList(names)
 	}
 	r.add("Nodes=" + nodesStr)
 	r.nl()
@@ -387,17 +369,17 @@ func ShowPartition(p api.Partition, nodes []api.Node, oneLiner bool) string {
 	r.nl()
 	r.add("DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED")
 	r.nl()
-	r.add("TRES=" + orNull(tresString(cpus, mem, int64(len(names)), cpus, gres)))
+	r.add("TRES=" + orNull(openapi.TRESString(cpus, mem, int64(len(names)), cpus, gres)))
 	return r.end(oneLiner)
 }
 
 // addGres adds counts into a running total, keeping first-seen order.
-func addGres(total, more []gresCount) []gresCount {
+func addGres(total, more []openapi.GresCount) []openapi.GresCount {
 	for _, g := range more {
 		found := false
 		for i := range total {
-			if total[i].name == g.name {
-				total[i].count += g.count
+			if total[i].Name == g.Name {
+				total[i].Count += g.Count
 				found = true
 			}
 		}
@@ -447,40 +429,6 @@ func PingMode(i, n int) string {
 		return "backup"
 	}
 	return "backup" + strconv.Itoa(i)
-}
-
-// idList spells CPU or device indices as Slurm's bitmaps do ("0-1,4").
-func idList(ids []int) string {
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	var parts []string
-	for i := 0; i < len(ids); {
-		j := i
-		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, strconv.Itoa(ids[i])+"-"+strconv.Itoa(ids[j]))
-		} else {
-			parts = append(parts, strconv.Itoa(ids[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
-}
-
-// gresOfAlloc is the GRES a node gives a job, with device indices, as
-// scontrol show job -d shows it: "gpu:a100:2(IDX:0-1)".
-func gresOfAlloc(a api.NodeAlloc) string {
-	var parts []string
-	for _, g := range a.Gres {
-		name := g.Name
-		if g.Type != "" {
-			name += ":" + g.Type
-		}
-		parts = append(parts, fmt.Sprintf("%s:%d(IDX:%s)", name, len(g.Indices), idList(g.Indices)))
-	}
-	return strings.Join(parts, ",")
 }
 
 // jobGresAlloc is the job's JOB_GRES: the GRES of all its nodes summed.

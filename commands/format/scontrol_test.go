@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 func TestShowNodeDownWithReason(t *testing.T) {
@@ -12,7 +13,7 @@ func TestShowNodeDownWithReason(t *testing.T) {
 		Reason: "Not responding\nsecond line"}
 	got := ShowNode(n, false)
 	for _, want := range []string{
-		"NodeName=c7 Arch=" + nodeArch() + " CoresPerSocket=16 \n   CPUAlloc=0 CPUEfctv=16 CPUTot=16 CPULoad=N/A\n",
+		"NodeName=c7 Arch=" + openapi.NodeArch() + " CoresPerSocket=16 \n   CPUAlloc=0 CPUEfctv=16 CPUTot=16 CPULoad=N/A\n",
 		"   Gres=(null)\n   NodeAddr=10.0.0.7 NodeHostName=c7 Version=22.05.8\n",
 		"   RealMemory=65536 AllocMem=0 FreeMem=N/A Sockets=1 Boards=1\n",
 		"   State=DOWN+NOT_RESPONDING ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\n   BootTime=None",
@@ -131,7 +132,7 @@ func TestShowPartition(t *testing.T) {
 func TestConvertMB(t *testing.T) {
 	for mb, want := range map[int64]string{0: "0", 1000: "1000M", 1024: "1G", 1536: "1536M", 16000: "16000M",
 		1 << 20: "1T", 3 << 30: "3P"} {
-		if got := convertMB(mb); got != want {
+		if got := openapi.ConvertMB(mb); got != want {
 			t.Errorf("convertMB(%d) = %q, want %q", mb, got, want)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 // ShowStep renders step s of job j (one of JobSteps(jobs)) as scontrol show
@@ -25,7 +26,7 @@ func ShowStep(j *api.Job, s Step, oneLiner bool) string {
 	}
 	r.add(id + " UserId=" + strconv.FormatUint(uint64(s.UID), 10) + " StartTime=" + ISOTime(s.Start) + " TimeLimit=" + limit)
 	r.nl()
-	r.add("State=" + s.State + " Partition=" + orNull(s.Partition) + " NodeList=" + nodeList(s.Nodes))
+	r.add("State=" + s.State + " Partition=" + orNull(s.Partition) + " NodeList=" + openapi.NodeList(s.Nodes))
 	r.nl()
 	r.add("Nodes=" + strconv.Itoa(len(s.Nodes)) + " CPUs=" + strconv.Itoa(s.CPUs) + " Tasks=" + strconv.Itoa(s.Tasks) +
 		" Name=" + orNull(s.Name) + " Network=(null)")
@@ -38,7 +39,7 @@ func ShowStep(j *api.Job, s Step, oneLiner bool) string {
 			}
 		}
 	}
-	r.add("TRES=" + orNull(tresString(int64(s.CPUs), mem, int64(len(s.Nodes)), 0, nil)))
+	r.add("TRES=" + orNull(openapi.TRESString(int64(s.CPUs), mem, int64(len(s.Nodes)), 0, nil)))
 	r.nl()
 	r.add("ResvPorts=(null)")
 	r.nl()
@@ -77,7 +78,7 @@ func CompletingJob(j *api.Job, nodes []api.Node, now time.Time) string {
 	}
 	down := map[string]bool{}
 	for _, n := range nodes {
-		down[n.Name] = parseNodeState(n.State).base() == nodeBaseDown
+		down[n.Name] = openapi.ParseNodeState(n.State).Base() == openapi.NodeBaseDown
 	}
 	var comp, gone []string
 	for _, n := range j.NodeNames() {
@@ -91,10 +92,10 @@ func CompletingJob(j *api.Job, nodes []api.Node, now time.Time) string {
 	b.WriteString("JobId=" + strconv.FormatUint(j.ID, 10) + " EndTime=" + ISOTime(end) +
 		" CompletingTime=" + secs2time(int64(now.Sub(end)/time.Second)) + " ")
 	if len(comp) > 0 {
-		b.WriteString("Nodes(COMPLETING)=" + nodeList(comp) + " ")
+		b.WriteString("Nodes(COMPLETING)=" + openapi.NodeList(comp) + " ")
 	}
 	if len(gone) > 0 {
-		b.WriteString("Nodes(DOWN)=" + nodeList(gone) + " ")
+		b.WriteString("Nodes(DOWN)=" + openapi.NodeList(gone) + " ")
 	}
 	b.WriteString("\n")
 	return b.String()

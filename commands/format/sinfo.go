@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 // SinfoOptions selects sinfo's view. Filtering (-p, -n, -t) is the caller's
@@ -51,7 +52,7 @@ type sinfoEntry struct {
 	part    api.Partition
 	partIdx int
 	nodes   []api.Node
-	state   nodeState
+	state   openapi.NodeState
 	key     string
 }
 
@@ -67,11 +68,11 @@ func (e *sinfoEntry) names() []string {
 // as sinfo's A/I/O/T columns count them.
 func (e *sinfoEntry) counts() (alloc, idle, other, total int) {
 	for _, n := range e.nodes {
-		st := effectiveNodeState(n, true)
-		switch b := st.base(); {
-		case b == nodeBaseAllocated || b == nodeBaseMixed || st.has(flagCompleting):
+		st := openapi.EffectiveNodeState(n, true)
+		switch b := st.Base(); {
+		case b == openapi.NodeBaseAllocated || b == openapi.NodeBaseMixed || st.Has(openapi.FlagCompleting):
 			alloc++
-		case st.has(flagDrain) || b == nodeBaseDown:
+		case st.Has(openapi.FlagDrain) || b == openapi.NodeBaseDown:
 			other++
 		default:
 			idle++
@@ -84,10 +85,10 @@ func (e *sinfoEntry) counts() (alloc, idle, other, total int) {
 // cpuCounts is the same for CPUs.
 func (e *sinfoEntry) cpuCounts() (alloc, idle, other, total int) {
 	for _, n := range e.nodes {
-		st := effectiveNodeState(n, true)
+		st := openapi.EffectiveNodeState(n, true)
 		alloc += n.AllocCPUs
 		total += n.CPUs
-		if st.has(flagDrain) || st.base() == nodeBaseDown {
+		if st.Has(openapi.FlagDrain) || st.Base() == openapi.NodeBaseDown {
 			other += n.CPUs - n.AllocCPUs
 		} else {
 			idle += n.CPUs - n.AllocCPUs
@@ -140,8 +141,8 @@ func partTime(p api.Partition) string {
 	return sinfoSecs(p.MaxTimeMin * 60)
 }
 
-func stateLong(n api.Node) string  { return effectiveNodeState(n, true).name(false) }
-func stateShort(n api.Node) string { return effectiveNodeState(n, true).name(true) }
+func stateLong(n api.Node) string  { return openapi.EffectiveNodeState(n, true).Name(false) }
+func stateShort(n api.Node) string { return openapi.EffectiveNodeState(n, true).Name(true) }
 func nodeReason(n api.Node) string {
 	if n.Reason == "" {
 		return "none"
@@ -190,28 +191,28 @@ var (
 		if len(e.nodes) == 0 {
 			return "n/a"
 		}
-		return strings.ToLower(e.state.name(true))
+		return strings.ToLower(e.state.Name(true))
 	}, stateLong, nil}
 	colStateLong = sinfoCol{"STATE", func(e *sinfoEntry) string {
 		if len(e.nodes) == 0 {
 			return "n/a"
 		}
-		return strings.ToLower(e.state.name(false))
+		return strings.ToLower(e.state.Name(false))
 	}, stateLong, nil}
 	colStateComplete = sinfoCol{"STATECOMPLETE", func(e *sinfoEntry) string {
 		if len(e.nodes) == 0 {
 			return "n/a"
 		}
-		return strings.ToLower(e.state.complete())
-	}, func(n api.Node) string { return effectiveNodeState(n, true).complete() }, nil}
-	colNodeList  = sinfoCol{"NODELIST", func(e *sinfoEntry) string { return nodeList(e.names()) }, nil, nil}
-	colHostnames = sinfoCol{"HOSTNAMES", func(e *sinfoEntry) string { return nodeList(e.names()) }, nil, nil}
+		return strings.ToLower(e.state.Complete())
+	}, func(n api.Node) string { return openapi.EffectiveNodeState(n, true).Complete() }, nil}
+	colNodeList  = sinfoCol{"NODELIST", func(e *sinfoEntry) string { return openapi.NodeList(e.names()) }, nil, nil}
+	colHostnames = sinfoCol{"HOSTNAMES", func(e *sinfoEntry) string { return openapi.NodeList(e.names()) }, nil, nil}
 	colNodeAddr  = sinfoCol{"NODE_ADDR", func(e *sinfoEntry) string {
 		var addrs []string
 		for _, n := range e.nodes {
 			addrs = append(addrs, nodeAddr(n))
 		}
-		return nodeList(addrs)
+		return openapi.NodeList(addrs)
 	}, nodeAddr, nil}
 	colCPUs = sinfoCol{"CPUS", func(e *sinfoEntry) string {
 		lo, hi := minMax(e.nodes, func(n api.Node) int64 { return int64(n.CPUs) })
@@ -266,7 +267,7 @@ var (
 	colPrioTier    = sinfoCol{"PRIO_TIER", func(*sinfoEntry) string { return "1" }, nil, nil}
 	colPreemptMode = sinfoCol{"PREEMPT_MODE", func(*sinfoEntry) string { return "OFF" }, nil, nil}
 	colAllocNodes  = sinfoCol{"ALLOCNODES", func(*sinfoEntry) string { return "all" }, nil, nil}
-	colVersion     = sinfoCol{"VERSION", func(*sinfoEntry) string { return SlurmVersion }, nil, nil}
+	colVersion     = sinfoCol{"VERSION", func(*sinfoEntry) string { return openapi.SlurmVersion }, nil, nil}
 	colCluster     = sinfoCol{"CLUSTER", func(*sinfoEntry) string { return "N/A" }, nil, nil}
 	colComment     = sinfoCol{"COMMENT", func(*sinfoEntry) string { return "(null)" }, nil, nil}
 	colPort        = sinfoCol{"PORT", func(e *sinfoEntry) string {
@@ -569,7 +570,7 @@ func buildSinfo(parts []api.Partition, nodes []api.Node, items []sinfoItem, o Si
 				entries = append(entries, hit)
 			}
 			if len(hit.nodes) == 0 {
-				hit.key, hit.state = key, effectiveNodeState(n, true)
+				hit.key, hit.state = key, openapi.EffectiveNodeState(n, true)
 			}
 			if !hasNode(hit.nodes, n.Name) {
 				hit.nodes = append(hit.nodes, n)
@@ -580,7 +581,7 @@ func buildSinfo(parts []api.Partition, nodes []api.Node, items []sinfoItem, o Si
 		sortSinfo(entries, o.Sort)
 	} else if o.NodeCentric {
 		sort.SliceStable(entries, func(a, b int) bool {
-			return lessHost(entries[a].nodes[0].Name, entries[b].nodes[0].Name)
+			return openapi.LessHost(entries[a].nodes[0].Name, entries[b].nodes[0].Name)
 		})
 	} else {
 		sort.SliceStable(entries, func(a, b int) bool {
@@ -629,7 +630,7 @@ func partitionMembers(p api.Partition, nodes []api.Node) map[string]bool {
 // completing, maint, no_respond, power_down, reserved, ...) or their sinfo
 // spellings. It returns an error for a name sinfo does not know.
 func NodeStateMatches(n api.Node, states []string) (bool, error) {
-	st := effectiveNodeState(n, true)
+	st := openapi.EffectiveNodeState(n, true)
 	for _, s := range states {
 		name := strings.ToLower(strings.TrimSpace(s))
 		if (name == "alloc" || name == "allocated") && n.AllocCPUs > 0 {
@@ -655,60 +656,60 @@ var NodeStateNames = []string{
 	"unk", "unknown", "cloud", "error",
 }
 
-func nodeStateIs(st nodeState, s string) (match, known bool) {
-	base := st.base()
-	busy := base == nodeBaseAllocated || base == nodeBaseMixed
+func nodeStateIs(st openapi.NodeState, s string) (match, known bool) {
+	base := st.Base()
+	busy := base == openapi.NodeBaseAllocated || base == openapi.NodeBaseMixed
 	switch s {
 	case "alloc", "allocated":
-		return base == nodeBaseAllocated, true
+		return base == openapi.NodeBaseAllocated, true
 	case "mix", "mixed":
-		return base == nodeBaseMixed, true
+		return base == openapi.NodeBaseMixed, true
 	case "idle":
-		return base == nodeBaseIdle, true
+		return base == openapi.NodeBaseIdle, true
 	case "down":
-		return base == nodeBaseDown, true
+		return base == openapi.NodeBaseDown, true
 	case "unk", "unknown":
-		return base == nodeBaseUnknown, true
+		return base == openapi.NodeBaseUnknown, true
 	case "future":
-		return base == nodeBaseFuture, true
+		return base == openapi.NodeBaseFuture, true
 	case "drain":
-		return st.has(flagDrain), true
+		return st.Has(openapi.FlagDrain), true
 	case "drained":
-		return st.has(flagDrain) && !busy && !st.has(flagCompleting), true
+		return st.Has(openapi.FlagDrain) && !busy && !st.Has(openapi.FlagCompleting), true
 	case "draining":
-		return st.has(flagDrain) && (busy || st.has(flagCompleting)), true
+		return st.Has(openapi.FlagDrain) && (busy || st.Has(openapi.FlagCompleting)), true
 	case "fail", "failing":
-		return st.has(flagFail), true
+		return st.Has(openapi.FlagFail), true
 	case "comp", "completing":
-		return st.has(flagCompleting), true
+		return st.Has(openapi.FlagCompleting), true
 	case "maint":
-		return st.has(flagMaint), true
+		return st.Has(openapi.FlagMaint), true
 	case "no_respond":
-		return st.has(flagNoRespond), true
+		return st.Has(openapi.FlagNoRespond), true
 	case "npc", "perfctrs":
-		return st.has(flagPerfCtrs), true
+		return st.Has(openapi.FlagPerfCtrs), true
 	case "planned":
-		return st.has(flagPlanned), true
+		return st.Has(openapi.FlagPlanned), true
 	case "power_down":
-		return st.has(flagPowerDown), true
+		return st.Has(openapi.FlagPowerDown), true
 	case "powering_down":
-		return st.has(flagPoweringDown), true
+		return st.Has(openapi.FlagPoweringDown), true
 	case "powered_down":
-		return st.has(flagPoweredDown), true
+		return st.Has(openapi.FlagPoweredDown), true
 	case "powering_up":
-		return st.has(flagPoweringUp), true
+		return st.Has(openapi.FlagPoweringUp), true
 	case "reboot":
-		return st.has(flagRebootReq) || st.has(flagRebootIssued), true
+		return st.Has(openapi.FlagRebootReq) || st.Has(openapi.FlagRebootIssued), true
 	case "reboot_requested":
-		return st.has(flagRebootReq), true
+		return st.Has(openapi.FlagRebootReq), true
 	case "reboot_issued":
-		return st.has(flagRebootIssued), true
+		return st.Has(openapi.FlagRebootIssued), true
 	case "cloud":
-		return st.has(flagCloud), true
+		return st.Has(openapi.FlagCloud), true
 	case "error":
 		return false, true
 	case "resv", "reserved":
-		return st.has(flagReserved), true
+		return st.Has(openapi.FlagReserved), true
 	}
 	return false, false
 }
@@ -776,7 +777,7 @@ func sinfoSortKey(c byte, partOrder bool) func(x, y *sinfoEntry) int {
 		switch {
 		case a == b:
 			return 0
-		case lessHost(a, b):
+		case openapi.LessHost(a, b):
 			return -1
 		}
 		return 1

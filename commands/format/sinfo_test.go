@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 func TestNodeStateNames(t *testing.T) {
@@ -33,14 +34,14 @@ func TestNodeStateNames(t *testing.T) {
 		{"DOWN+MAINTENANCE", "DOWN$", "DOWN$", "DOWN+MAINTENANCE"},
 		{"IDLE+RESERVED", "RESERVED", "RESV", "IDLE+RESERVED"},
 	} {
-		st := parseNodeState(c.in)
-		if got := st.name(false); got != c.long {
+		st := openapi.ParseNodeState(c.in)
+		if got := st.Name(false); got != c.long {
 			t.Errorf("%s: long name %q, want %q", c.in, got, c.long)
 		}
-		if got := st.name(true); got != c.compact {
+		if got := st.Name(true); got != c.compact {
 			t.Errorf("%s: compact name %q, want %q", c.in, got, c.compact)
 		}
-		if got := st.complete(); got != c.complet {
+		if got := st.Complete(); got != c.complet {
 			t.Errorf("%s: complete name %q, want %q", c.in, got, c.complet)
 		}
 	}
@@ -48,18 +49,18 @@ func TestNodeStateNames(t *testing.T) {
 
 func TestEffectiveNodeStateMixed(t *testing.T) {
 	n := api.Node{Name: "n1", CPUs: 4, AllocCPUs: 1, State: api.NodeAllocated}
-	if got := effectiveNodeState(n, true).name(false); got != "MIXED" {
+	if got := openapi.EffectiveNodeState(n, true).Name(false); got != "MIXED" {
 		t.Errorf("partly used node is %q, want MIXED", got)
 	}
 	n.AllocCPUs = 4
-	if got := effectiveNodeState(n, true).name(false); got != "ALLOCATED" {
+	if got := openapi.EffectiveNodeState(n, true).Name(false); got != "ALLOCATED" {
 		t.Errorf("fully used node is %q, want ALLOCATED", got)
 	}
 	n.AllocCPUs, n.State = 1, "ALLOCATED+DRAIN"
-	if got := effectiveNodeState(n, true).name(false); got != "DRAINING" {
+	if got := openapi.EffectiveNodeState(n, true).Name(false); got != "DRAINING" {
 		t.Errorf("sinfo: draining node is %q, want DRAINING", got)
 	}
-	if got := effectiveNodeState(n, false).complete(); got != "MIXED+DRAIN" {
+	if got := openapi.EffectiveNodeState(n, false).Complete(); got != "MIXED+DRAIN" {
 		t.Errorf("scontrol: draining node is %q, want MIXED+DRAIN", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 // DefaultSqueueFormat is what squeue prints without -o.
@@ -63,26 +64,26 @@ func constant(s string) func(*api.Job, time.Time) (string, bool) {
 
 var squeueCols = sync.OnceValue(func() map[byte]squeueCol {
 	return map[byte]squeueCol{
-		'a': {"ACCOUNT", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(jobAccount(j))) }},
+		'a': {"ACCOUNT", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(openapi.JobAccount(j))) }},
 		'A': {"JOBID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.FormatUint(j.ID, 10)) }},
-		'b': {"TRES_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
+		'b': {"TRES_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.TRESPerNode(j)) }},
 		'B': {"EXEC_HOST", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if j.BatchHost == "" {
 				return cut("n/a")
 			}
 			return cut(j.BatchHost)
 		}},
-		'c': {"MIN_CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobCPUsPerTask(j))) }},
-		'C': {"CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumCPUs(j))) }},
+		'c': {"MIN_CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(openapi.JobCPUsPerTask(j))) }},
+		'C': {"CPUS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(openapi.JobNumCPUs(j))) }},
 		'd': {"MIN_TMP_DISK", true, constant("0")},
-		'D': {"NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobNumNodes(j))) }},
+		'D': {"NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(openapi.JobNumNodes(j))) }},
 		'e': {"END_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
-			if j.Spec.TimeLimitMin < 0 && jobStarted(j) && j.EndTime.IsZero() {
+			if j.Spec.TimeLimitMin < 0 && openapi.JobStarted(j) && j.EndTime.IsZero() {
 				return cut("NONE") // no limit, still running
 			}
-			return cut(dateOrNA(jobEndTime(j)))
+			return cut(dateOrNA(openapi.JobEndTime(j)))
 		}},
-		'E': {"DEPENDENCY", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(dependencyString(j)) }},
+		'E': {"DEPENDENCY", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.DependencyString(j)) }},
 		'f': {"FEATURES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Constraint)) }},
 		'F': {"ARRAY_JOB_ID", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(arrayJobID(j)) }},
 		'g': {"GROUP", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobGroup(j)) }},
@@ -115,33 +116,33 @@ var squeueCols = sync.OnceValue(func() map[byte]squeueCol {
 			return nocut(squeueSecs(left))
 		}},
 		'm': {"MIN_MEMORY", true, func(j *api.Job, _ time.Time) (string, bool) {
-			return cut(convertMB(minMemKey(j)))
+			return cut(openapi.ConvertMB(minMemKey(j)))
 		}},
 		'M': {"TIME", true, func(j *api.Job, now time.Time) (string, bool) { return nocut(Elapsed(jobRunTime(j, now))) }},
 		'n': {"REQ_NODES", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(j.Spec.NodeList) }},
-		'N': {"NODELIST", false, func(j *api.Job, _ time.Time) (string, bool) { return nocut(nodeList(j.NodeNames())) }},
+		'N': {"NODELIST", false, func(j *api.Job, _ time.Time) (string, bool) { return nocut(openapi.NodeList(j.NodeNames())) }},
 		'o': {"COMMAND", true, constant("(null)")},
 		'O': {"CONTIGUOUS", true, constant("0")},
 		'p': {"PRIORITY", true, func(j *api.Job, _ time.Time) (string, bool) {
-			return cut(fmt.Sprintf("%16.14f", float64(BasicPriority(j))/float64(0xffffffff)))
+			return cut(fmt.Sprintf("%16.14f", float64(openapi.BasicPriority(j))/float64(0xffffffff)))
 		}},
 		'P': {"PARTITION", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(orNull(j.Spec.Partition)) }},
-		'q': {"QOS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobQOS(j)) }},
+		'q': {"QOS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.JobQOS(j)) }},
 		'Q': {"PRIORITY", true, func(j *api.Job, _ time.Time) (string, bool) {
-			return cut(strconv.FormatUint(uint64(BasicPriority(j)), 10))
+			return cut(strconv.FormatUint(uint64(openapi.BasicPriority(j)), 10))
 		}},
-		'r': {"REASON", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobReason(j)) }},
+		'r': {"REASON", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.JobReason(j)) }},
 		'R': {"NODELIST(REASON)", false, func(j *api.Job, _ time.Time) (string, bool) {
 			switch j.State {
 			case api.StatePending, api.StateTimeout, api.StateOutOfMemory, api.StateFailed:
-				return cut("(" + jobReason(j) + ")")
+				return cut("(" + openapi.JobReason(j) + ")")
 			}
-			return nocut(nodeList(j.NodeNames()))
+			return nocut(openapi.NodeList(j.NodeNames()))
 		}},
 		's': {"", true, constant("")}, // select plugin data; cons_tres prints none
 		'S': {"START_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
 			if j.State == api.StatePending {
-				return cut(dateOrNA(expectedStart(j)))
+				return cut(dateOrNA(openapi.ExpectedStart(j)))
 			}
 			return cut(dateOrNA(j.StartTime))
 		}},
@@ -158,7 +159,7 @@ var squeueCols = sync.OnceValue(func() map[byte]squeueCol {
 		'y': {"NICE", true, constant("0")},
 		'Y': {"SCHEDNODES", false, func(j *api.Job, _ time.Time) (string, bool) {
 			if j.State == api.StatePending && len(j.SchedNodes) > 0 {
-				return nocut(nodeList(j.SchedNodes))
+				return nocut(openapi.NodeList(j.SchedNodes))
 			}
 			return nocut("(null)")
 		}},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 // squeueAliases() are the -O/--Format names that print exactly what a
@@ -35,35 +36,35 @@ var squeueAliases = sync.OnceValue(func() map[string]byte {
 // and the fields that only -O has.
 var squeueLongCols = func() map[string]squeueCol {
 	m := map[string]squeueCol{
-		"numtasks": {"TASKS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(jobTasks(j))) }},
+		"numtasks": {"TASKS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(openapi.JobTasks(j))) }},
 		"cpus-per-task": {"CPUS_PER_TASK", true, func(j *api.Job, _ time.Time) (string, bool) {
-			return cut(strconv.Itoa(jobCPUsPerTask(j)))
+			return cut(strconv.Itoa(openapi.JobCPUsPerTask(j)))
 		}},
-		"stdout":    {"STDOUT", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobStdOut(j)) }},
-		"stderr":    {"STDERR", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobStdErr(j)) }},
-		"stdin":     {"STDIN", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(jobStdIn(j)) }},
+		"stdout":    {"STDOUT", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.JobStdOut(j)) }},
+		"stderr":    {"STDERR", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.JobStdErr(j)) }},
+		"stdin":     {"STDIN", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.JobStdIn(j)) }},
 		"exit_code": {"EXIT_CODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(exitPair(j.ExitCode, j.Signal)) }},
 		"eligibletime": {"ELIGIBLE_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
-			if notEligible(j) {
+			if openapi.NotEligible(j) {
 				return cut("N/A")
 			}
 			return cut(dateOrNA(j.SubmitTime))
 		}},
 		"accruetime": {"ACCRUE_TIME", true, func(j *api.Job, _ time.Time) (string, bool) {
-			if notEligible(j) {
+			if openapi.NotEligible(j) {
 				return cut("N/A")
 			}
 			return cut(dateOrNA(j.SubmitTime))
 		}},
 		"lastschedeval": {"LAST_SCHED_EVAL", true, func(j *api.Job, _ time.Time) (string, bool) {
-			if jobStarted(j) {
+			if openapi.JobStarted(j) {
 				return cut(dateOrNA(j.StartTime))
 			}
 			return cut(dateOrNA(j.SubmitTime))
 		}},
 		"pendingtime": {"PENDING_TIME", true, func(j *api.Job, now time.Time) (string, bool) {
 			end := now
-			if jobStarted(j) {
+			if openapi.JobStarted(j) {
 				end = j.StartTime
 			}
 			secs := int64(end.Sub(j.SubmitTime) / time.Second)
@@ -102,11 +103,11 @@ var squeueLongCols = func() map[string]squeueCol {
 			if len(j.Alloc) == 0 {
 				return cut("N/A")
 			}
-			return cut(jobTRES(j))
+			return cut(openapi.JobTRES(j))
 		}},
-		"tres-per-node": {"TRES_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerNode(j)) }},
-		"tres-per-task": {"TRES_PER_TASK", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerTask(j)) }},
-		"tres-per-job":  {"TRES_PER_JOB", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(tresPerJob(j)) }},
+		"tres-per-node": {"TRES_PER_NODE", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.TRESPerNode(j)) }},
+		"tres-per-task": {"TRES_PER_TASK", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.TRESPerTask(j)) }},
+		"tres-per-job":  {"TRES_PER_JOB", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(openapi.TRESPerJob(j)) }},
 		"deadline":      {"DEADLINE", true, constant("N/A")},
 		"allocnodes": {"ALLOC_NODES", true, func(j *api.Job, _ time.Time) (string, bool) {
 			return cut(orNull(j.Spec.SubmitHost))
@@ -174,62 +175,6 @@ func ParseSqueueLongFormat(s string) ([]Field, error) {
 	return fields, errors.Join(errs...)
 }
 
-// jobStdIn is the job's input file: -i's pattern, else /dev/null.
-func jobStdIn(j *api.Job) string {
-	if j.Spec.Input != "" {
-		return j.Spec.Input
-	}
-	return "/dev/null"
-}
-
-// jobTRES is the TRES string of a job's allocation (or request).
-func jobTRES(j *api.Job) string {
-	cpus := jobNumCPUs(j)
-	return tresString(int64(cpus), jobMemMB(j), int64(jobNumNodes(j)), int64(cpus), jobGres(j))
-}
-
-// jobGres is the gres a job asked for, per node (--gres=gpu:2).
-func jobGres(j *api.Job) []gresCount {
-	g := parseGres(j.Spec.Gres)
-	nodes := int64(jobNumNodes(j))
-	for i := range g {
-		g[i].count *= nodes
-	}
-	return g
-}
-
-// tresPerNode is squeue's TRES_PER_NODE (and scontrol's TresPerNode):
-// "gres:gpu:1", or N/A.
-func tresPerNode(j *api.Job) string {
-	var parts []string
-	if j.Spec.Gres != "" {
-		for _, item := range strings.Split(j.Spec.Gres, ",") {
-			parts = append(parts, "gres:"+item)
-		}
-	}
-	if j.Spec.GpusPerNode != "" {
-		parts = append(parts, "gres:gpu:"+j.Spec.GpusPerNode)
-	}
-	if len(parts) == 0 {
-		return "N/A"
-	}
-	return strings.Join(parts, ",")
-}
-
-func tresPerTask(j *api.Job) string {
-	if j.Spec.GpusPerTask == "" {
-		return "N/A"
-	}
-	return "gres:gpu:" + j.Spec.GpusPerTask
-}
-
-func tresPerJob(j *api.Job) string {
-	if j.Spec.Gpus == "" {
-		return "N/A"
-	}
-	return "gres:gpu:" + j.Spec.Gpus
-}
-
 // jobSortKeys() are the -S letters squeue sorts jobs by, as comparisons
 // (negative: a first). Letters squeue accepts but does not sort by map to
 // nil.
@@ -237,10 +182,10 @@ var jobSortKeys = sync.OnceValue(func() map[byte]func(a, b *api.Job, now time.Ti
 	return map[byte]func(a, b *api.Job, now time.Time) int{
 		'B': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.BatchHost, b.BatchHost) },
 		'c': nil,
-		'C': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumCPUs(a), jobNumCPUs(b)) },
+		'C': func(a, b *api.Job, _ time.Time) int { return cmpInt(openapi.JobNumCPUs(a), openapi.JobNumCPUs(b)) },
 		'd': func(*api.Job, *api.Job, time.Time) int { return 0 },
-		'D': func(a, b *api.Job, _ time.Time) int { return cmpInt(jobNumNodes(a), jobNumNodes(b)) },
-		'e': func(a, b *api.Job, _ time.Time) int { return jobEndTime(a).Compare(jobEndTime(b)) },
+		'D': func(a, b *api.Job, _ time.Time) int { return cmpInt(openapi.JobNumNodes(a), openapi.JobNumNodes(b)) },
+		'e': func(a, b *api.Job, _ time.Time) int { return openapi.JobEndTime(a).Compare(openapi.JobEndTime(b)) },
 		'f': nil,
 		'g': func(a, b *api.Job, _ time.Time) int { return strings.Compare(jobGroup(a), jobGroup(b)) },
 		'G': func(a, b *api.Job, _ time.Time) int { return cmpInt(int(a.GID), int(b.GID)) },
@@ -260,11 +205,11 @@ var jobSortKeys = sync.OnceValue(func() map[byte]func(a, b *api.Job, now time.Ti
 		'N': func(a, b *api.Job, _ time.Time) int { return compareNodeLists(a.NodeNames(), b.NodeNames()) },
 		'O': nil,
 		'p': func(a, b *api.Job, _ time.Time) int {
-			return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
+			return cmpUint(uint64(openapi.BasicPriority(a)), uint64(openapi.BasicPriority(b)))
 		},
 		'P': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.Spec.Partition, b.Spec.Partition) },
 		'Q': func(a, b *api.Job, _ time.Time) int {
-			return cmpUint(uint64(BasicPriority(a)), uint64(BasicPriority(b)))
+			return cmpUint(uint64(openapi.BasicPriority(a)), uint64(openapi.BasicPriority(b)))
 		},
 		'S': func(a, b *api.Job, now time.Time) int { return startKey(a, now).Compare(startKey(b, now)) },
 		't': func(a, b *api.Job, _ time.Time) int { return strings.Compare(a.State.Short(), b.State.Short()) },
@@ -330,7 +275,7 @@ func minMemKey(j *api.Job) int64 {
 	case j.Spec.MemPerCPUMB > 0:
 		return j.Spec.MemPerCPUMB
 	}
-	return DefMemPerCPU
+	return openapi.DefMemPerCPU
 }
 
 // startKey is the start time squeue sorts by: a pending job that has no
@@ -355,8 +300,8 @@ func compareNodeLists(a, b []string) int {
 	}
 	sa := append([]string(nil), a...)
 	sb := append([]string(nil), b...)
-	sort.Slice(sa, func(i, j int) bool { return lessHost(sa[i], sa[j]) })
-	sort.Slice(sb, func(i, j int) bool { return lessHost(sb[i], sb[j]) })
+	sort.Slice(sa, func(i, j int) bool { return openapi.LessHost(sa[i], sa[j]) })
+	sort.Slice(sb, func(i, j int) bool { return openapi.LessHost(sb[i], sb[j]) })
 	return compareHost(sa[0], sb[0])
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 // sstat's output: one line per running step, its tasks' live usage summed
@@ -231,7 +232,7 @@ var sstatDefs = []SstatField{
 	{"MinCPU", 10, false, withTasks(func(a *stepAgg, _ SstatOptions) string { return cpuTime(a.min[mCPU]) })},
 	{"MinCPUNode", 10, false, withTasks(func(a *stepAgg, _ SstatOptions) string { return a.minAt[mCPU].Node })},
 	{"MinCPUTask", 10, true, withTasks(func(a *stepAgg, _ SstatOptions) string { return strconv.Itoa(a.minAt[mCPU].Task) })},
-	{"Nodelist", 20, false, func(a *stepAgg, _ SstatOptions) (string, bool) { return nodeList(a.st.Nodes), true }},
+	{"Nodelist", 20, false, func(a *stepAgg, _ SstatOptions) (string, bool) { return openapi.NodeList(a.st.Nodes), true }},
 	{"NTasks", 8, true, withTasks(func(a *stepAgg, _ SstatOptions) string { return strconv.Itoa(a.n) })},
 	{"Pids", 20, false, func(a *stepAgg, _ SstatOptions) (string, bool) {
 		var p []string

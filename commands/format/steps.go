@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 // DefaultStepFormat is what squeue -s prints without -o.
@@ -43,7 +44,7 @@ func BatchSteps(jobs []api.Job) []Step {
 	var out []Step
 	for i := range jobs {
 		j := &jobs[i]
-		if !j.HasScript() || j.BatchHost == "" || !jobStarted(j) {
+		if !j.HasScript() || j.BatchHost == "" || !openapi.JobStarted(j) {
 			continue
 		}
 		if j.State != api.StateRunning && j.State != api.StateCompleting {
@@ -116,7 +117,7 @@ var stepCols = sync.OnceValue(func() map[byte]stepCol {
 			return nocut(TimeLimit(s.TimeLimitMin))
 		}},
 		'M': {"TIME", func(s Step, now time.Time) (string, bool) { return nocut(Elapsed(stepTime(s, now))) }},
-		'N': {"NODELIST", func(s Step, _ time.Time) (string, bool) { return nocut(nodeList(s.Nodes)) }},
+		'N': {"NODELIST", func(s Step, _ time.Time) (string, bool) { return nocut(openapi.NodeList(s.Nodes)) }},
 		'P': {"PARTITION", func(s Step, _ time.Time) (string, bool) { return cut(s.Partition) }},
 		'S': {"START_TIME", func(s Step, _ time.Time) (string, bool) { return cut(dateOrNA(s.Start)) }},
 		'U': {"UID", func(s Step, _ time.Time) (string, bool) { return cut(strconv.FormatUint(uint64(s.UID), 10)) }},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hpc/cluster/api"
+	"hpc/cluster/openapi"
 )
 
 func TestSinfoSummarize(t *testing.T) {
@@ -310,12 +311,12 @@ func TestDependencyString(t *testing.T) {
 		{"", "Priority", "(null)"},
 	} {
 		j.Spec.Dependency, j.Reason = c.dep, c.reason
-		if got := dependencyString(&j); got != c.want {
+		if got := openapi.DependencyString(&j); got != c.want {
 			t.Errorf("%q %s: %q, want %q", c.dep, c.reason, got, c.want)
 		}
 	}
 	j.Spec.Dependency, j.State = "afterok:15", api.StateRunning
-	if got := dependencyString(&j); got != "(null)" {
+	if got := openapi.DependencyString(&j); got != "(null)" {
 		t.Errorf("running: %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package format
+package openapi
 
 import (
 	"net"
@@ -8,13 +8,6 @@ import (
 
 	"hpc/cluster/api"
 )
-
-// Jobs and nodes as Slurm 22.05's openapi/v0.0.38 plugin writes them (the
-// answers of slurmrestd's GET /slurm/v0.0.38/jobs and /nodes, which
-// squeue --json and sinfo --json print): ordered objects, keys in the
-// order the plugin sets them. What hpc does not model is written as Slurm
-// writes it unset: Unset for a string it leaves NULL, nil (null) where it
-// writes null, 0 where it packs zero.
 
 // KV is one key of an ordered object.
 type KV struct {
@@ -78,7 +71,7 @@ func OpenAPIMeta(plugin, name string) Obj {
 // jobEligible is when a job became (or becomes) eligible; zero while a
 // dependency or hold keeps it from being so.
 func jobEligible(j *api.Job) time.Time {
-	if notEligible(j) {
+	if NotEligible(j) {
 		return time.Time{}
 	}
 	if j.Spec.Begin.After(j.SubmitTime) {
@@ -87,15 +80,15 @@ func jobEligible(j *api.Job) time.Time {
 	return j.SubmitTime
 }
 
-// jobStartEnd are the start and end times scontrol shows: the real ones,
+// JobStartEnd are the start and end times scontrol shows: the real ones,
 // or a pending job's expected ones.
-func jobStartEnd(j *api.Job) (time.Time, time.Time) {
-	start, end := time.Time{}, jobEndTime(j)
+func JobStartEnd(j *api.Job) (time.Time, time.Time) {
+	start, end := time.Time{}, JobEndTime(j)
 	switch {
-	case jobStarted(j):
+	case JobStarted(j):
 		start = j.StartTime
-	case !expectedStart(j).IsZero():
-		start = expectedStart(j)
+	case !ExpectedStart(j).IsZero():
+		start = ExpectedStart(j)
 		if j.Spec.TimeLimitMin > 0 {
 			end = start.Add(time.Duration(j.Spec.TimeLimitMin) * time.Minute)
 		}
@@ -125,7 +118,7 @@ func jobArrayFields(j *api.Job) Obj {
 	var throttle int64
 	switch {
 	case j.ArrayTasks != "":
-		str, throttle = arrayTaskString(j), int64(arrayThrottle(j))
+		str, throttle = ArrayTaskString(j), int64(ArrayThrottle(j))
 	case j.ArrayJobID != 0:
 		task = int64(j.ArrayTaskID)
 	}
@@ -156,7 +149,7 @@ func jobResources(j *api.Job) Obj {
 		})
 	}
 	return Obj{
-		{"nodes", nodeList(j.NodeNames())}, {"allocated_cpus", int64(cpus)},
+		{"nodes", NodeList(j.NodeNames())}, {"allocated_cpus", int64(cpus)},
 		{"allocated_hosts", int64(len(j.Alloc))}, {"allocated_nodes", nodes},
 	}
 }
@@ -179,24 +172,24 @@ func jobStd(j *api.Job) Obj {
 	if !j.HasScript() {
 		return Obj{{"standard_error", Unset{}}, {"standard_input", Unset{}}, {"standard_output", Unset{}}}
 	}
-	return Obj{{"standard_error", jobStdErr(j)}, {"standard_input", jobStdIn(j)}, {"standard_output", jobStdOut(j)}}
+	return Obj{{"standard_error", JobStdErr(j)}, {"standard_input", JobStdIn(j)}, {"standard_output", JobStdOut(j)}}
 }
 
 // JobObject is one job of openapi/v0.0.38's jobs answer (dump_job_info),
 // cluster the cluster's name. Scripts and environments are not part of
 // it.
 func JobObject(j *api.Job, cluster string) Obj {
-	started := jobStarted(j)
-	cpus := jobNumCPUs(j)
-	start, end := jobStartEnd(j)
+	started := JobStarted(j)
+	cpus := JobNumCPUs(j)
+	start, end := JobStartEnd(j)
 	lastEval := j.SubmitTime
 	var billable, allocTRES any = nil, Unset{}
 	var nodes any = Unset{}
 	if started {
-		lastEval, billable, allocTRES = j.StartTime, float64(cpus), jobTRES(j)
+		lastEval, billable, allocTRES = j.StartTime, float64(cpus), JobTRES(j)
 	}
 	if len(j.Alloc) > 0 {
-		nodes = nodeList(j.NodeNames())
+		nodes = NodeList(j.NodeNames())
 	}
 	flags := []any{}
 	if j.Spec.MemPerNodeMB > 0 || j.Spec.MemPerCPUMB > 0 {
@@ -206,7 +199,7 @@ func JobObject(j *api.Job, cluster string) Obj {
 	if started {
 		for _, a := range j.Alloc {
 			if len(a.Gres) > 0 {
-				gresDetail = append(gresDetail, gresOfAlloc(a))
+				gresDetail = append(gresDetail, GresOfAlloc(a))
 			}
 		}
 	}
@@ -218,11 +211,11 @@ func JobObject(j *api.Job, cluster string) Obj {
 	if j.Spec.MemPerGPUMB > 0 {
 		memPerTRES = "gres:gpu:" + strconv.FormatInt(j.Spec.MemPerGPUMB, 10)
 	}
-	minCPUs := jobCPUsPerTask(j)
+	minCPUs := JobCPUsPerTask(j)
 	if j.Spec.MinCPUs > 0 {
 		minCPUs = j.Spec.MinCPUs
 	}
-	o := Obj{{"account", strOrUnset(jobAccount(j))}, {"accrue_time", unixOrZero(jobEligible(j))}, {"admin_comment", Unset{}}}
+	o := Obj{{"account", strOrUnset(JobAccount(j))}, {"accrue_time", unixOrZero(jobEligible(j))}, {"admin_comment", Unset{}}}
 	o = append(o, jobArrayFields(j)...)
 	o = append(o, Obj{
 		{"association_id", int64(0)}, {"batch_features", Unset{}}, {"batch_flag", j.HasScript()},
@@ -235,7 +228,7 @@ func JobObject(j *api.Job, cluster string) Obj {
 		{"cpus_per_task", nil},
 		{"cpu_frequency_minimum", nil}, {"cpu_frequency_maximum", nil}, {"cpu_frequency_governor", nil},
 		{"cpus_per_tres", Unset{}}, {"deadline", int64(0)}, {"delay_boot", int64(0)},
-		{"dependency", shownOrUnset(dependencyString(j))},
+		{"dependency", shownOrUnset(DependencyString(j))},
 		{"derived_exit_code", int64(0)}, {"eligible_time", unixOrZero(jobEligible(j))},
 		{"end_time", unixOrZero(end)}, {"excluded_nodes", strOrUnset(j.Spec.Exclude)},
 		{"exit_code", int64(j.ExitCode<<8 | j.Signal&0x7f)}, {"features", strOrUnset(j.Spec.Constraint)},
@@ -252,30 +245,30 @@ func JobObject(j *api.Job, cluster string) Obj {
 		{"mcs_label", Unset{}}, {"memory_per_tres", memPerTRES}, {"name", j.Spec.Name},
 		{"nodes", nodes}, {"nice", nil}, {"tasks_per_core", nil},
 		{"tasks_per_node", int64(j.Spec.NTasksPerNode)}, {"tasks_per_socket", nil},
-		{"tasks_per_board", int64(0)}, {"cpus", int64(cpus)}, {"node_count", int64(jobNumNodes(j))},
-		{"tasks", int64(jobTasks(j))}, {"het_job_id", int64(0)}, {"het_job_id_set", Unset{}},
+		{"tasks_per_board", int64(0)}, {"cpus", int64(cpus)}, {"node_count", int64(JobNumNodes(j))},
+		{"tasks", int64(JobTasks(j))}, {"het_job_id", int64(0)}, {"het_job_id_set", Unset{}},
 		{"het_job_offset", int64(0)}, {"partition", strOrUnset(j.Spec.Partition)}, {"prefer", Unset{}},
 	}...)
 	o = append(o, jobMemFields(j)...)
 	o = append(o, Obj{
 		{"minimum_cpus_per_node", int64(minCPUs)}, {"minimum_tmp_disk_per_node", int64(0)},
 		{"preempt_time", int64(0)}, {"pre_sus_time", int64(0)},
-		{"priority", int64(BasicPriority(j))}, {"profile", nil}, {"qos", jobQOS(j)}, {"reboot", false},
+		{"priority", int64(BasicPriority(j))}, {"profile", nil}, {"qos", JobQOS(j)}, {"reboot", false},
 		{"required_nodes", strOrUnset(j.Spec.NodeList)},
 		{"requeue", j.Spec.Requeue == nil || *j.Spec.Requeue}, {"resize_time", int64(0)},
 		{"restart_cnt", int64(j.Restarts)}, {"resv_name", Unset{}}, {"shared", jobShared(j)},
 		{"show_flags", []any{"SHOW_ALL", "SHOW_DETAIL", "SHOW_LOCAL"}},
 		{"sockets_per_board", int64(0)}, {"sockets_per_node", nil}, {"start_time", unixOrZero(start)},
-		{"state_description", Unset{}}, {"state_reason", jobReason(j)},
+		{"state_description", Unset{}}, {"state_reason", JobReason(j)},
 	}...)
 	o = append(o, jobStd(j)...)
 	return append(o, Obj{
 		{"submit_time", unixOrZero(j.SubmitTime)}, {"suspend_time", int64(0)},
 		{"system_comment", Unset{}}, {"time_limit", timeLimit}, {"time_minimum", j.Spec.TimeMinMin},
 		{"threads_per_core", nil}, {"tres_bind", Unset{}}, {"tres_freq", Unset{}},
-		{"tres_per_job", shownOrUnset(tresPerJob(j))}, {"tres_per_node", shownOrUnset(tresPerNode(j))},
-		{"tres_per_socket", Unset{}}, {"tres_per_task", shownOrUnset(tresPerTask(j))},
-		{"tres_req_str", strOrUnset(jobTRES(j))}, {"tres_alloc_str", allocTRES},
+		{"tres_per_job", shownOrUnset(TRESPerJob(j))}, {"tres_per_node", shownOrUnset(TRESPerNode(j))},
+		{"tres_per_socket", Unset{}}, {"tres_per_task", shownOrUnset(TRESPerTask(j))},
+		{"tres_req_str", strOrUnset(JobTRES(j))}, {"tres_alloc_str", allocTRES},
 		{"user_id", int64(j.UID)}, {"user_name", nameOrNull(j.User)}, {"wckey", Unset{}},
 		{"current_working_directory", strOrUnset(j.Spec.WorkDir)},
 	}...)
@@ -291,16 +284,16 @@ const (
 // nodeStateFields are state and state_flags: the base state in lower
 // case and its flags, as node_state_flag_string_single lists them.
 func nodeStateFields(n api.Node) Obj {
-	st := effectiveNodeState(n, false)
+	st := EffectiveNodeState(n, false)
 	base := "invalid"
 	for _, b := range nodeBaseNames {
-		if b.v == st.base() {
+		if b.v == st.Base() {
 			base = strings.ToLower(b.name)
 		}
 	}
 	flags := []any{}
 	for _, f := range nodeFlagNames {
-		if st.has(f.v) {
+		if st.Has(f.v) {
 			flags = append(flags, f.name)
 		}
 	}
@@ -329,11 +322,11 @@ func NodeObject(n api.Node) Obj {
 		reasonBy = nameOrNull(n.ReasonUser)
 	}
 	var used any
-	if s := tresString(int64(n.AllocCPUs), n.AllocMemMB, 0, 0, nil); s != "" {
+	if s := TRESString(int64(n.AllocCPUs), n.AllocMemMB, 0, 0, nil); s != "" {
 		used = s
 	}
 	o := Obj{
-		{"architecture", nodeArch()}, {"burstbuffer_network_address", Unset{}}, {"boards", int64(1)},
+		{"architecture", NodeArch()}, {"burstbuffer_network_address", Unset{}}, {"boards", int64(1)},
 		{"boot_time", int64(0)}, {"comment", Unset{}}, {"cores", int64(n.CPUs)}, {"cpu_binding", int64(0)},
 		{"cpu_load", noVal}, {"extra", Unset{}}, {"free_memory", noVal64}, {"cpus", int64(n.CPUs)},
 		{"last_busy", int64(0)}, {"features", Unset{}}, {"active_features", Unset{}},
@@ -348,7 +341,7 @@ func NodeObject(n api.Node) Obj {
 		{"reason", strOrUnset(n.Reason)}, {"reason_changed_at", unixOrZero(n.ReasonTime)},
 		{"reason_set_by_user", reasonBy}, {"slurmd_start_time", int64(0)}, {"sockets", int64(1)},
 		{"threads", int64(1)}, {"temporary_disk", int64(0)}, {"weight", int64(1)},
-		{"tres", strOrUnset(tresString(int64(n.CPUs), n.MemMB, 0, int64(n.CPUs), parseGres(n.Gres)))},
+		{"tres", strOrUnset(TRESString(int64(n.CPUs), n.MemMB, 0, int64(n.CPUs), ParseGres(n.Gres)))},
 		{"slurmd_version", SlurmVersion}, {"alloc_memory", n.AllocMemMB}, {"alloc_cpus", int64(n.AllocCPUs)},
 		{"idle_cpus", int64(n.CPUs - n.AllocCPUs)}, {"tres_used", used},
 		{"tres_weighted", float64(n.AllocCPUs)},

@@ -1,4 +1,4 @@
-package commands
+package openapi
 
 import (
 	"os/user"
@@ -7,26 +7,18 @@ import (
 	"syscall"
 
 	"hpc/cluster/api"
-	"hpc/commands/format"
+	"hpc/cluster/hostlist"
 )
 
-// sacct --json and --yaml: the jobs as Slurm 22.05's openapi/dbv0.0.38
-// plugin dumps them (the slurmdbd "jobs" answer of slurmrestd: meta,
-// errors, jobs), keys in the order its parser writes them. What hpc's
-// accounting does not hold is written as Slurm writes an unset value:
-// null for unset numbers and strings, [] for empty lists.
+// Jobs as Slurm 22.05's openapi/dbv0.0.38 plugin dumps them (the slurmdbd
+// "jobs" answer of slurmrestd's GET /slurmdb/v0.0.38/jobs, which sacct
+// --json prints: meta, errors, jobs), keys in the order its parser writes
+// them. What hpc's accounting does not hold is written as Slurm writes an
+// unset value: null for unset numbers and strings, [] for empty lists.
 
-// sacctData builds the answer for rows (jobs, each followed by its steps).
-func sacctData(rows []api.AcctRow, cluster string) jobj {
-	version := strings.Split(format.SlurmVersion, ".")
-	num := func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
-	meta := jobj{
-		{"plugin", jobj{{"type", "openapi/dbv0.0.38"}, {"name", "Slurm OpenAPI DB v0.0.38"}}},
-		{"Slurm", jobj{
-			{"version", jobj{{"major", num(version[0])}, {"micro", num(version[2])}, {"minor", num(version[1])}}},
-			{"release", format.SlurmVersion},
-		}},
-	}
+// AcctJobsAnswer builds the answer for rows (jobs, each followed by its
+// steps).
+func AcctJobsAnswer(rows []api.AcctRow, cluster string) Obj {
 	jobs := []any{}
 	for i := 0; i < len(rows); i++ {
 		if rows[i].Step != "" {
@@ -38,7 +30,7 @@ func sacctData(rows []api.AcctRow, cluster string) jobj {
 		}
 		jobs = append(jobs, jobData(rows[i], rows[i+1:k], cluster))
 	}
-	return jobj{{"meta", meta}, {"errors", []any{}}, {"jobs", jobs}}
+	return Obj{{"meta", OpenAPIMeta(DBPlugin, DBPluginName)}, {"errors", []any{}}, {"jobs", jobs}}
 }
 
 // acctOrNull is s, or null when empty.
@@ -58,9 +50,9 @@ func acctEpoch(t interface{ Unix() int64 }, zero bool) int64 {
 }
 
 // cpuTimes are the time/system, time/total and time/user objects.
-func cpuTimes(u *api.StepUsage) (sys, total, usr jobj) {
-	split := func(us int64) jobj {
-		return jobj{{"seconds", us / 1e6}, {"microseconds", us % 1e6}}
+func cpuTimes(u *api.StepUsage) (sys, total, usr Obj) {
+	split := func(us int64) Obj {
+		return Obj{{"seconds", us / 1e6}, {"microseconds", us % 1e6}}
 	}
 	var s, t int64
 	if u != nil {
@@ -71,12 +63,12 @@ func cpuTimes(u *api.StepUsage) (sys, total, usr jobj) {
 
 // exitData is _dump_job_exit_code's object. As Slurm 22.05 writes it, a
 // process that exited is SUCCESS with return code 0, whatever its status.
-func exitData(code, sig int) jobj {
+func exitData(code, sig int) Obj {
 	if sig != 0 {
-		return jobj{{"status", "SIGNALED"}, {"return_code", nil},
-			{"signal", jobj{{"signal_id", int64(sig)}, {"name", acctSignalName(sig)}}}}
+		return Obj{{"status", "SIGNALED"}, {"return_code", nil},
+			{"signal", Obj{{"signal_id", int64(sig)}, {"name", acctSignalName(sig)}}}}
 	}
-	return jobj{{"status", "SUCCESS"}, {"return_code", int64(0)}}
+	return Obj{{"status", "SUCCESS"}, {"return_code", int64(0)}}
 }
 
 // acctSignalName is strsignal's text ("Killed", "Terminated").
@@ -105,7 +97,7 @@ func tresData(cpus int, memMB int64, nodes int) []any {
 	out := []any{}
 	add := func(typ string, id, n int64) {
 		if n > 0 {
-			out = append(out, jobj{{"type", typ}, {"name", ""}, {"id", id}, {"count", n}})
+			out = append(out, Obj{{"type", typ}, {"name", ""}, {"id", id}, {"count", n}})
 		}
 	}
 	add("cpu", 1, int64(cpus))
@@ -115,7 +107,7 @@ func tresData(cpus int, memMB int64, nodes int) []any {
 	return out
 }
 
-func jobData(r api.AcctRow, steps []api.AcctRow, cluster string) jobj {
+func jobData(r api.AcctRow, steps []api.AcctRow, cluster string) Obj {
 	nodes := acctRowNodes(r)
 	sys, total, usr := cpuTimes(r.Usage)
 	var limit any = r.TimeLimitMin
@@ -138,18 +130,18 @@ func jobData(r api.AcctRow, steps []api.AcctRow, cluster string) jobj {
 	if reason == "" {
 		reason = "None"
 	}
-	return jobj{
+	return Obj{
 		{"account", r.Account},
-		{"comment", jobj{{"administrator", nil}, {"job", nil}, {"system", nil}}},
+		{"comment", Obj{{"administrator", nil}, {"job", nil}, {"system", nil}}},
 		{"allocation_nodes", int64(len(nodes))},
-		{"array", jobj{{"job_id", int64(0)}, {"limits", jobj{{"max", jobj{{"running", jobj{{"tasks", int64(0)}}}}}}},
+		{"array", Obj{{"job_id", int64(0)}, {"limits", Obj{{"max", Obj{{"running", Obj{{"tasks", int64(0)}}}}}}},
 			{"task", nil}, {"task_id", nil}}},
-		{"association", jobj{{"account", r.Account}, {"cluster", acctOrNull(cluster)}, {"partition", nil}, {"user", r.User}}},
+		{"association", Obj{{"account", r.Account}, {"cluster", acctOrNull(cluster)}, {"partition", nil}, {"user", r.User}}},
 		{"cluster", acctOrNull(cluster)},
 		{"constraints", r.Constraints},
 		{"container", nil},
 		{"derived_exit_code", exitData(0, 0)},
-		{"time", jobj{
+		{"time", Obj{
 			{"elapsed", int64(rowElapsedSecs(r))}, {"eligible", acctEpoch(r.Submit, r.Submit.IsZero())},
 			{"end", acctEpoch(r.End, r.End.IsZero())}, {"start", acctEpoch(r.Start, r.Start.IsZero())},
 			{"submission", acctEpoch(r.Submit, r.Submit.IsZero())}, {"suspended", int64(0)},
@@ -158,27 +150,27 @@ func jobData(r api.AcctRow, steps []api.AcctRow, cluster string) jobj {
 		{"exit_code", exitData(r.ExitCode, r.Signal)},
 		{"flags", []any{}},
 		{"group", acctOrNull(r.Group)},
-		{"het", jobj{{"job_id", int64(0)}, {"job_offset", nil}}},
+		{"het", Obj{{"job_id", int64(0)}, {"job_offset", nil}}},
 		{"job_id", int64(r.JobID)},
 		{"name", r.JobName},
-		{"mcs", jobj{{"label", nil}}},
+		{"mcs", Obj{{"label", nil}}},
 		{"nodes", nodeList},
 		{"partition", r.Partition},
 		{"priority", nil},
 		{"qos", acctOrNull(r.QOS)},
-		{"required", jobj{{"CPUs", int64(r.ReqCPUs)}, {"memory", int64(r.ReqMemMB)}}},
+		{"required", Obj{{"CPUs", int64(r.ReqCPUs)}, {"memory", int64(r.ReqMemMB)}}},
 		{"kill_request_user", acctUserName(r.CancelledBy)},
-		{"reservation", jobj{{"id", int64(0)}, {"name", int64(0)}}},
-		{"state", jobj{{"current", strings.Fields(r.State + " x")[0]}, {"reason", reason}}},
+		{"reservation", Obj{{"id", int64(0)}, {"name", int64(0)}}},
+		{"state", Obj{{"current", strings.Fields(r.State + " x")[0]}, {"reason", reason}}},
 		{"steps", stepList},
-		{"tres", jobj{{"allocated", allocated}, {"requested", tresData(r.ReqCPUs, r.ReqMemMB, max(len(nodes), 1))}}},
+		{"tres", Obj{{"allocated", allocated}, {"requested", tresData(r.ReqCPUs, r.ReqMemMB, max(len(nodes), 1))}}},
 		{"user", r.User},
-		{"wckey", jobj{{"wckey", ""}, {"flags", []any{}}}},
+		{"wckey", Obj{{"wckey", ""}, {"flags", []any{}}}},
 		{"working_directory", r.WorkDir},
 	}
 }
 
-func stepData(s api.AcctRow) jobj {
+func stepData(s api.AcctRow) Obj {
 	nodes := acctRowNodes(s)
 	hosts := []any{}
 	for _, n := range nodes {
@@ -187,7 +179,7 @@ func stepData(s api.AcctRow) jobj {
 	sys, total, usr := cpuTimes(s.Usage)
 	reqMax := []any{}
 	if s.Usage != nil && s.Usage.MaxRSSKB > 0 {
-		reqMax = append(reqMax, jobj{{"type", "mem"}, {"name", ""}, {"id", int64(2)}, {"count", s.Usage.MaxRSSKB * 1024},
+		reqMax = append(reqMax, Obj{{"type", "mem"}, {"name", ""}, {"id", int64(2)}, {"count", s.Usage.MaxRSSKB * 1024},
 			{"task", int64(0)}, {"node", acctOrNull(s.Usage.MaxRSSNode)}})
 	}
 	var id any = s.Step
@@ -195,25 +187,25 @@ func stepData(s api.AcctRow) jobj {
 	if n, err := strconv.ParseInt(s.Step, 10, 64); err == nil {
 		id, dist = n, "Block"
 	}
-	return jobj{
-		{"nodes", jobj{{"list", hosts}, {"count", int64(len(nodes))}, {"range", s.NodeList}}},
-		{"tres", jobj{
-			{"requested", jobj{{"max", reqMax}, {"min", []any{}}, {"average", []any{}}, {"total", []any{}}}},
-			{"consumed", jobj{{"max", []any{}}, {"min", []any{}}, {"average", []any{}}, {"total", []any{}}}},
+	return Obj{
+		{"nodes", Obj{{"list", hosts}, {"count", int64(len(nodes))}, {"range", s.NodeList}}},
+		{"tres", Obj{
+			{"requested", Obj{{"max", reqMax}, {"min", []any{}}, {"average", []any{}}, {"total", []any{}}}},
+			{"consumed", Obj{{"max", []any{}}, {"min", []any{}}, {"average", []any{}}, {"total", []any{}}}},
 			{"allocated", tresData(s.AllocCPUs, 0, len(nodes))},
 		}},
-		{"time", jobj{{"elapsed", int64(rowElapsedSecs(s))}, {"end", acctEpoch(s.End, s.End.IsZero())},
+		{"time", Obj{{"elapsed", int64(rowElapsedSecs(s))}, {"end", acctEpoch(s.End, s.End.IsZero())},
 			{"start", acctEpoch(s.Start, s.Start.IsZero())}, {"suspended", int64(0)},
 			{"system", sys}, {"total", total}, {"user", usr}}},
 		{"exit_code", exitData(s.ExitCode, s.Signal)},
-		{"tasks", jobj{{"count", int64(max(len(nodes), 1))}}},
+		{"tasks", Obj{{"count", int64(max(len(nodes), 1))}}},
 		{"pid", nil},
-		{"CPU", jobj{{"requested_frequency", jobj{{"min", nil}, {"max", nil}}}, {"governor", []any{}}}},
+		{"CPU", Obj{{"requested_frequency", Obj{{"min", nil}, {"max", nil}}}, {"governor", []any{}}}},
 		{"kill_request_user", nil},
 		{"state", strings.Fields(s.State + " x")[0]},
-		{"statistics", jobj{{"CPU", jobj{{"actual_frequency", int64(0)}}}, {"energy", jobj{{"consumed", int64(0)}}}}},
-		{"step", jobj{{"job_id", int64(s.JobID)}, {"het", jobj{{"component", nil}}}, {"id", id}, {"name", s.JobName}}},
-		{"task", jobj{{"distribution", dist}}},
+		{"statistics", Obj{{"CPU", Obj{{"actual_frequency", int64(0)}}}, {"energy", Obj{{"consumed", int64(0)}}}}},
+		{"step", Obj{{"job_id", int64(s.JobID)}, {"het", Obj{{"component", nil}}}, {"id", id}, {"name", s.JobName}}},
+		{"task", Obj{{"distribution", dist}}},
 	}
 }
 
@@ -230,4 +222,13 @@ func rowElapsedSecs(r api.AcctRow) int64 {
 		return 0
 	}
 	return int64(r.End.Sub(r.Start).Seconds())
+}
+
+// expandOrNone is a row's node list as names; none when it is not one.
+func expandOrNone(list string) []string {
+	names, err := hostlist.Expand(list)
+	if err != nil {
+		return nil
+	}
+	return names
 }
