@@ -33,12 +33,13 @@ var allowedImports = map[string][]string{
 	"hpc/cluster/agent": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
 		"hpc/cluster/peer", "hpc/exec"},
 	"hpc/cluster": {"hpc/accounting", "hpc/cluster/acct", "hpc/cluster/agent", "hpc/cluster/api", "hpc/cluster/config",
-		"hpc/cluster/fsm", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/peer", "hpc/exec", "hpc/sched"},
+		"hpc/cluster/fsm", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/peer", "hpc/exec", "hpc/sched", "hpc/ui"},
 	"hpc/commands/format": {"hpc/cluster/api", "hpc/cluster/hostlist", "hpc/cluster/jobspec"},
 	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
 		"hpc/commands/format", "hpc/internal/words"},
 	"hpc/internal/testrootfs": {},
 	"hpc/internal/faultnet":   {},
+	"hpc/ui":                  {},
 	"hpc/e2e":                 {},
 }
 
