@@ -132,7 +132,8 @@ type dashJob struct {
 	StdOut        string     `json:"std_out,omitempty"`
 	Steps         []dashStep `json:"steps,omitempty"`
 	// Switch is the lowest switch of topology.conf that holds all of a
-	// running job's nodes: where topology-aware placement put it.
+	// running multi-node job's nodes: where topology-aware placement put
+	// it.
 	Switch string `json:"switch,omitempty"`
 }
 
@@ -152,8 +153,8 @@ type dashSwitch struct {
 	Parent   string   `json:"parent,omitempty"`
 	Switches []string `json:"switches,omitempty"`
 	Nodes    []string `json:"nodes,omitempty"`
-	// Jobs are the running jobs this switch is the lowest common switch
-	// of.
+	// Jobs are the running multi-node jobs this switch is the lowest
+	// common switch of.
 	Jobs []uint64 `json:"jobs,omitempty"`
 }
 
@@ -323,7 +324,7 @@ func dashJobOf(j *api.Job, topo []config.Switch, leaf map[string]string) dashJob
 			Nodes: hostlist.Compress(s.Nodes), Tasks: tasks, Start: s.Start, End: s.End,
 		})
 	}
-	if j.State == api.StateRunning || j.State == api.StateCompleting {
+	if (j.State == api.StateRunning || j.State == api.StateCompleting) && len(dj.Nodes) > 1 {
 		dj.Switch = commonSwitch(topo, leaf, dj.Nodes)
 	}
 	return dj
@@ -459,8 +460,8 @@ func nodeStateCompact(n api.Node) (string, bool) {
 	return strings.ToLower(base), noResp
 }
 
-// dashTopology is topology.conf's tree with each running job marked on
-// its lowest common switch.
+// dashTopology is topology.conf's tree with each running multi-node job
+// marked on its lowest common switch.
 func dashTopology(topo []config.Switch, jobs []dashJob) []dashSwitch {
 	out := make([]dashSwitch, 0, len(topo))
 	parent := map[string]string{}

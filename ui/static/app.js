@@ -312,7 +312,8 @@
     });
     const ticks = h('div', { class: 'ticks', 'aria-hidden': 'true' });
     for (let m = -pastMin; m <= futureMin; m += 5) {
-      const t = h('span', { text: m === 0 ? 'now' : (m > 0 ? '+' : '') + m + ' min' });
+      const edge = m === -pastMin ? 'start' : (m === futureMin ? 'end' : null);
+      const t = h('span', { 'data-edge': edge, text: m === 0 ? 'now' : (m > 0 ? '+' : '') + m + ' min' });
       t.style.left = x(now() + m * 60000) + '%';
       ticks.append(t);
     }
