@@ -252,3 +252,64 @@ func TestCommonSwitch(t *testing.T) {
 		t.Errorf("no topology: %q", got)
 	}
 }
+
+// TestDashHub: a stream that does not read holds only the newest
+// snapshot, so publishing never waits for it; a node takes dashMaxStreams
+// streams, and a feed stops with its last stream.
+func TestDashHub(t *testing.T) {
+	d, _ := startOne(t)
+	h := newDashHub(d)
+	var chans []chan []byte
+	for range dashMaxStreams {
+		ch, ok := h.subscribe(anonymous)
+		if !ok {
+			t.Fatalf("stream %d refused", len(chans)+1)
+		}
+		chans = append(chans, ch)
+	}
+	if _, ok := h.subscribe(anonymous); ok {
+		t.Errorf("stream %d admitted", dashMaxStreams+1)
+	}
+	h.mu.Lock()
+	feeds, subs := len(h.feeds), 0
+	if f := h.feeds[viewerKey(anonymous)]; f != nil {
+		subs = len(f.subs)
+	}
+	h.mu.Unlock()
+	if feeds != 1 || subs != dashMaxStreams {
+		t.Fatalf("%d feeds, %d streams on the viewer's, for one viewer's %d streams", feeds, subs, dashMaxStreams)
+	}
+	// A feed of its own (no loop publishes to it) with streams that never
+	// read.
+	slow := &dashFeed{subs: map[chan []byte]bool{}}
+	slowChans := []chan []byte{make(chan []byte, 1), make(chan []byte, 1)}
+	for _, ch := range slowChans {
+		slow.subs[ch] = true
+	}
+	done := make(chan struct{})
+	go func() {
+		for i := range 100 {
+			h.publish(slow, []byte(strconv.Itoa(i)))
+			h.publish(slow, []byte(strconv.Itoa(i))) // the same again: not sent
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("publishing waited for streams that do not read")
+	}
+	for _, ch := range slowChans {
+		if got := string(<-ch); got != "99" || len(ch) != 0 {
+			t.Errorf("a stream that did not read holds %q, want the newest only", got)
+		}
+	}
+	for _, ch := range chans {
+		h.unsubscribe(anonymous, ch)
+	}
+	waitUntil(t, 10*time.Second, "the feed to stop", func() (bool, string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.feeds) == 0 && h.streams == 0, fmt.Sprintf("%d feeds, %d streams", len(h.feeds), h.streams)
+	})
+}

@@ -218,10 +218,14 @@ func TestDashboard(t *testing.T) {
 	b.screenshot("1-loaded")
 	b.checkNoErrors("loading")
 
-	// A job appears, runs and finishes.
-	id := l.submit(nobody, work, "--wrap", "sleep 3")
+	// A job appears, runs and finishes. Its name is shown as text, never
+	// taken for HTML.
+	id := l.submit(nobody, work, "-J", `<img src=x onerror="window.hpcInjected=1">`, "--wrap", "sleep 3")
 	b.waitJS(60*time.Second, fmt.Sprintf("job %d running", id), fmt.Sprintf(`!!document.querySelector('#running tr[data-job="%d"]')`, id))
 	b.waitJS(60*time.Second, fmt.Sprintf("job %d finished", id), fmt.Sprintf(`!!document.querySelector('#finished tr[data-job="%d"][data-state="COMPLETED"]')`, id))
+	if got := b.eval(fmt.Sprintf(`String(window.hpcInjected) + ' ' + document.querySelectorAll('main img').length + ' ' + document.querySelector('#finished tr[data-job="%d"] td:nth-child(2)').textContent`, id)); got != `undefined 0 <img src=x onerror="window.hpcInjected=1">` {
+		t.Errorf("a job name holding HTML: %q", got)
+	}
 
 	// A 2-node job is marked on the lowest switch that holds its nodes.
 	two := l.submit(nobody, work, "-N", "2", "-t", "3", "--wrap", "sleep 170")
