@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"hpc/cluster/hostlist"
 )
@@ -180,7 +181,8 @@ func (b *browserT) checkNoErrors(when string) {
 // lab changes: the page loads with no console error; a job appears, runs
 // and finishes; a 2-node job is marked on its switch of the topology; an
 // anonymous action is refused and a user who signed in with scontrol
-// token's token cancels a job from the page; the leader's daemon is
+// token's token opens a job's detail by keyboard (its script shown to its
+// owner) and cancels the job from the page; the leader's daemon is
 // killed, and the page shows the new leader and the killed node DOWN, then
 // back once hpc up restarts it.
 // The screenshots are written to test-artifacts/dashboard/.
@@ -305,13 +307,18 @@ func dashActions(t *testing.T, l *labT, b *browserT, work string, id uint64) {
 		chromedp.SendKeys(chromedp.ID("token"), "SLURM_JWT="+tok),
 		chromedp.Click(chromedp.ID("signin-button")))
 	b.waitJS(30*time.Second, "signed in as nobody", `document.body.dataset.viewer === 'nobody'`)
-	b.do("opening the job's detail", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#running tr[data-job="%d"] button`, id))))
+	// By keyboard: Enter on the job's button opens its detail.
+	b.do("opening the job's detail", chromedp.Focus(chromedp.CSS(fmt.Sprintf(`#running tr[data-job="%d"] button`, id))), chromedp.KeyEvent("\r"))
 	b.waitJS(30*time.Second, "the job's detail", fmt.Sprintf(`document.getElementById('detail').open && document.getElementById('detail').dataset.job === '%d'`, id))
 	b.waitJS(10*time.Second, "the owner's script", `document.getElementById('detail-script').textContent.includes('sleep 170')`)
 	b.screenshot("4-detail")
 	b.do("cancelling from the page", chromedp.Click(chromedp.CSS(`#detail-actions button[data-action="cancel"]`)))
 	b.waitJS(60*time.Second, fmt.Sprintf("job %d cancelled", id), fmt.Sprintf(`!!document.querySelector('#finished tr[data-job="%d"][data-state="CANCELLED"]')`, id))
-	b.do("closing the detail", chromedp.Click(chromedp.ID("detail-close")))
+	// Escape closes it, and the focus goes back to the job's button (the
+	// row has moved to the finished jobs meanwhile).
+	b.do("closing the detail", chromedp.KeyEvent(kb.Escape))
+	b.waitJS(10*time.Second, "the detail closed, the focus on the job's button",
+		fmt.Sprintf(`!document.getElementById('detail').open && document.activeElement.dataset.key === 'queue-job-%d'`, id))
 	t.Logf("the page says: %s", b.eval(`document.getElementById('notice').textContent`))
 }
 

@@ -92,9 +92,18 @@
     });
     source.onerror = () => {
       if (source.readyState === EventSource.CLOSED) {
-        // Refused (too many streams, a token no longer valid): try
-        // again later, as the browser does by itself for a broken one.
+        // Refused: a token no longer valid (then look on anonymously),
+        // or too many streams (try again later, as the browser does by
+        // itself for a broken stream).
         setConn('reconnecting', 'Disconnected: retrying');
+        if (document.cookie.includes(cookie + '=')) {
+          fetch('/hpc/whoami', { credentials: 'same-origin' }).then((r) => {
+            if (r.status === 401) {
+              notice('err', 'Your token was refused (expired?): viewing anonymously');
+              signOut();
+            }
+          }).catch(() => {});
+        }
         reconnectTimer = setTimeout(connect, 5000);
       } else {
         setConn('reconnecting', 'Reconnecting…');
@@ -330,7 +339,13 @@
 
   // --- A job's detail.
 
+  // The key of the element that opened the detail: focus goes back to it
+  // (or to its redrawn copy) when the detail closes.
+  let opener = '';
+
   function openDetail(id) {
+    const a = document.activeElement;
+    opener = a && a.dataset ? a.dataset.key || '' : '';
     detailJob = Number(id);
     detailKey = '';
     const dlg = $('detail');
@@ -446,7 +461,12 @@
       if (b) openDetail(b.dataset.openJob);
     });
     $('detail-close').addEventListener('click', () => $('detail').close());
-    $('detail').addEventListener('close', () => { detailJob = 0; detailKey = ''; });
+    $('detail').addEventListener('close', () => {
+      detailJob = 0;
+      detailKey = '';
+      const back = opener && document.querySelector('[data-key="' + CSS.escape(opener) + '"]');
+      if (back) back.focus();
+    });
     for (const b of document.querySelectorAll('#detail-actions button')) {
       b.addEventListener('click', () => {
         const what = b.dataset.action + ' job ' + detailJob;
