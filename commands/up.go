@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -442,6 +443,12 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 	}
 	if st != nil {
 		fmt.Printf("Job steps run as: %s\n", st.ExecMode)
+	}
+	if addr, ok := cfg.HostAddr(names[0]); ok {
+		// Every node serves it on its API address; anonymous viewers on
+		// this machine may look, a token from scontrol token lets a
+		// user act.
+		fmt.Printf("Dashboard: http://%s/\n", net.JoinHostPort(addr, strconv.Itoa(cfg.APIPort)))
 	}
 	fmt.Println()
 	printStorage(cfg.Storage(l.dir))

@@ -1,0 +1,315 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/user"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hpc/cluster/api"
+	"hpc/cluster/config"
+)
+
+// dashGet GETs path from d's web side with the headers and returns the
+// status and body.
+func dashGet(t *testing.T, d *Daemon, path string, hdr map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+d.addr(d.cfg.APIPort)+path, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// dashPost posts an action as JSON.
+func dashPost(t *testing.T, d *Daemon, a dashAction, hdr map[string]string) (int, string) {
+	t.Helper()
+	b, _ := json.Marshal(a)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+d.addr(d.cfg.APIPort)+"/hpc/dashboard/action", strings.NewReader(string(b)))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// TestDashboard serves the page, a snapshot, the event stream and a job's
+// detail to an anonymous viewer (never a script) and to users with
+// tokens, and refuses actions to the anonymous viewer and to a user who
+// does not own the job, as scancel and scontrol would.
+func TestDashboard(t *testing.T) {
+	d, cl := startOne(t)
+	ctx := context.Background()
+	me, _ := user.Current()
+	if me.Uid != "0" {
+		t.Skip("makes a token for another user: needs root")
+	}
+
+	code, hdr, body := dashGet(t, d, "/", nil)
+	if code != http.StatusOK || !strings.Contains(string(body), "<title>hpc dashboard</title>") || !strings.Contains(hdr.Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Fatalf("GET /: %d %v\n%s", code, hdr, body)
+	}
+	if code, hdr, _ := dashGet(t, d, "/ui/app.js", nil); code != http.StatusOK || !strings.Contains(hdr.Get("Content-Type"), "javascript") {
+		t.Errorf("GET /ui/app.js: %d %v", code, hdr)
+	}
+
+	const secret = "echo the-secret-line"
+	jid, err := cl.Submit(ctx, api.JobSpec{Name: "dash", Script: "#!/bin/sh\n" + secret + "\nsleep 300\n", WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st dashState
+	waitUntil(t, 20*time.Second, "the job running in the snapshot", func() (bool, string) {
+		_, _, body := dashGet(t, d, "/hpc/dashboard/state", nil)
+		if strings.Contains(string(body), "the-secret-line") {
+			t.Fatalf("the anonymous snapshot holds the script:\n%s", body)
+		}
+		st = dashState{}
+		_ = json.Unmarshal(body, &st)
+		return len(st.Jobs) == 1 && st.Jobs[0].State == string(api.StateRunning) && len(st.Nodes) == 1 && len(st.Nodes[0].Jobs) == 1, string(body)
+	})
+	if !st.Viewer.Anonymous || st.Cluster.Leader != "node1" || st.Cluster.ServedBy != "node1" || st.Cluster.Term == 0 {
+		t.Errorf("viewer and cluster: %+v %+v", st.Viewer, st.Cluster)
+	}
+	if n := st.Nodes[0]; n.State != "mix" && n.State != "alloc" || n.AllocCPUs == 0 {
+		t.Errorf("node with a job: %+v", n)
+	}
+
+	// The event stream's first event is the snapshot.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.addr(d.cfg.APIPort)+"/hpc/dashboard/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("events: Content-Type %q", ct)
+	}
+	ev := readEvent(t, bufio.NewReader(resp.Body))
+	resp.Body.Close()
+	if !strings.HasPrefix(ev, "event: state\ndata: {") || !strings.Contains(ev, `"name":"dash"`) || strings.Contains(ev, `"now":"0001`) {
+		t.Errorf("first event: %.300q", ev)
+	}
+
+	rootTok, err := cl.Token(ctx, api.TokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobodyTok, err := cl.Token(ctx, api.TokenRequest{User: "nobody", Lifespan: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := map[string]string{"Authorization": "Bearer " + rootTok}
+	nobody := map[string]string{"Cookie": tokenCookie + "=" + nobodyTok}
+
+	// The script: to its owner only.
+	var det dashJobDetail
+	_, _, body = dashGet(t, d, "/hpc/dashboard/job?id="+itoa(jid), nil)
+	if err := json.Unmarshal(body, &det); err != nil || det.Script != "" || det.ScriptNote == "" || strings.Contains(string(body), "the-secret-line") || det.Job.ID != jid {
+		t.Errorf("anonymous detail: %v %s", err, body)
+	}
+	_, _, body = dashGet(t, d, "/hpc/dashboard/job?id="+itoa(jid), nobody)
+	det = dashJobDetail{}
+	if json.Unmarshal(body, &det); det.Script != "" || det.ScriptNote != api.ErrUserIDMissing {
+		t.Errorf("nobody's detail of root's job: %s", body)
+	}
+	_, _, body = dashGet(t, d, "/hpc/dashboard/job?id="+itoa(jid), root)
+	det = dashJobDetail{}
+	if json.Unmarshal(body, &det); !strings.Contains(det.Script, secret) || len(det.Acct) == 0 {
+		t.Errorf("the owner's detail: %s", body)
+	}
+
+	// Actions: not for the anonymous viewer, nor for a user who does not
+	// own the job; the owner's hold, release and cancel work.
+	if code, out := dashPost(t, d, dashAction{Action: "cancel", JobID: jid}, nil); code != http.StatusForbidden {
+		t.Errorf("anonymous cancel: %d %s", code, out)
+	}
+	if code, out := dashPost(t, d, dashAction{Action: "cancel", JobID: jid}, nobody); code != http.StatusForbidden || !strings.Contains(out, api.ErrAccessDenied) {
+		t.Errorf("nobody's cancel of root's job: %d %s", code, out)
+	}
+	if code, out := dashPost(t, d, dashAction{Action: "drain", Node: "node1", Reason: "x"}, nobody); code != http.StatusForbidden {
+		t.Errorf("nobody's drain: %d %s", code, out)
+	}
+	if code, out := dashPost(t, d, dashAction{Action: "drain", Node: "node1", Reason: "fan"}, root); code != http.StatusOK {
+		t.Errorf("root's drain: %d %s", code, out)
+	}
+	waitUntil(t, 10*time.Second, "node1 draining", func() (bool, string) {
+		_, _, body := dashGet(t, d, "/hpc/dashboard/state", root)
+		st = dashState{}
+		_ = json.Unmarshal(body, &st)
+		return len(st.Nodes) == 1 && st.Nodes[0].State == "drng" && st.Nodes[0].Reason == "fan", string(body)
+	})
+	if code, out := dashPost(t, d, dashAction{Action: "resume", Node: "node1"}, root); code != http.StatusOK {
+		t.Errorf("root's resume: %d %s", code, out)
+	}
+	if code, out := dashPost(t, d, dashAction{Action: "cancel", JobID: jid}, root); code != http.StatusOK {
+		t.Errorf("the owner's cancel: %d %s", code, out)
+	}
+	waitUntil(t, 20*time.Second, "the job cancelled", func() (bool, string) {
+		j, _ := d.fsm.Job(jid)
+		return j != nil && j.State == api.StateCancelled, fmt.Sprintf("%+v", j)
+	})
+	if code, out := dashPost(t, d, dashAction{Action: "cancel", JobID: jid}, root); code != http.StatusBadRequest || !strings.Contains(out, api.ErrAlreadyDone) {
+		t.Errorf("cancel of a finished job: %d %s", code, out)
+	}
+
+	// A form of another site cannot post an action.
+	req, _ = http.NewRequest(http.MethodPost, "http://"+d.addr(d.cfg.APIPort)+"/hpc/dashboard/action", strings.NewReader("action=cancel"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+rootTok)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("a form post: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// readEvent reads one server-sent event (up to its blank line), skipping
+// the retry: field and comments.
+func readEvent(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	var ev strings.Builder
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the event stream: %v (so far %q)", err, ev.String())
+		}
+		switch {
+		case line == "\n" && ev.Len() > 0:
+			return ev.String()
+		case line == "\n", strings.HasPrefix(line, "retry:"), strings.HasPrefix(line, ":"):
+		default:
+			ev.WriteString(line)
+		}
+	}
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func TestNodeStateCompact(t *testing.T) {
+	for _, c := range []struct {
+		state      string
+		alloc, cpu int
+		want       string
+		noResp     bool
+	}{
+		{"IDLE", 0, 4, "idle", false},
+		{"MIXED", 2, 4, "mix", false},
+		{"ALLOCATED", 4, 4, "alloc", false},
+		{"IDLE+DRAIN", 0, 4, "drain", false},
+		{"MIXED+DRAIN", 2, 4, "drng", false},
+		{"ALLOCATED+DRAIN*", 4, 4, "drng", true},
+		{"DOWN*", 0, 4, "down", true},
+		{"IDLE*", 0, 4, "idle", true},
+		{"UNKNOWN", 0, 4, "unk", false},
+	} {
+		got, noResp := nodeStateCompact(api.Node{State: c.state, AllocCPUs: c.alloc, CPUs: c.cpu})
+		if got != c.want || noResp != c.noResp {
+			t.Errorf("%s: %s %v, want %s %v", c.state, got, noResp, c.want, c.noResp)
+		}
+	}
+}
+
+func TestCommonSwitch(t *testing.T) {
+	topo := []config.Switch{
+		{Name: "s1", Nodes: []string{"n1", "n2"}},
+		{Name: "s2", Nodes: []string{"n3", "n4"}},
+		{Name: "s3", Nodes: []string{"n5"}},
+		{Name: "mid", Switches: []string{"s1", "s2"}},
+		{Name: "top", Switches: []string{"mid", "s3"}},
+	}
+	leaf := leafSwitches(topo)
+	for nodes, want := range map[string]string{
+		"n1": "s1", "n1,n2": "s1", "n2,n3": "mid", "n1,n4,n3": "mid", "n1,n5": "top", "n9": "", "": "",
+	} {
+		var list []string
+		if nodes != "" {
+			list = strings.Split(nodes, ",")
+		}
+		if got := commonSwitch(topo, leaf, list); got != want {
+			t.Errorf("%s: %q, want %q", nodes, got, want)
+		}
+	}
+	if got := commonSwitch(nil, nil, []string{"n1"}); got != "" {
+		t.Errorf("no topology: %q", got)
+	}
+}
+
+// TestDashHub: a stream that does not read holds only the newest
+// snapshot, so publishing never waits for it; a node takes dashMaxStreams
+// streams, and a feed stops with its last stream.
+func TestDashHub(t *testing.T) {
+	d, _ := startOne(t)
+	h := newDashHub(d)
+	var chans []chan []byte
+	for range dashMaxStreams {
+		ch, ok := h.subscribe(anonymous)
+		if !ok {
+			t.Fatalf("stream %d refused", len(chans)+1)
+		}
+		chans = append(chans, ch)
+	}
+	if _, ok := h.subscribe(anonymous); ok {
+		t.Errorf("stream %d admitted", dashMaxStreams+1)
+	}
+	h.mu.Lock()
+	feeds, subs := len(h.feeds), 0
+	if f := h.feeds[viewerKey(anonymous)]; f != nil {
+		subs = len(f.subs)
+	}
+	h.mu.Unlock()
+	if feeds != 1 || subs != dashMaxStreams {
+		t.Fatalf("%d feeds, %d streams on the viewer's, for one viewer's %d streams", feeds, subs, dashMaxStreams)
+	}
+	// A feed of its own (no loop publishes to it) with streams that never
+	// read.
+	slow := &dashFeed{subs: map[chan []byte]bool{}}
+	slowChans := []chan []byte{make(chan []byte, 1), make(chan []byte, 1)}
+	for _, ch := range slowChans {
+		slow.subs[ch] = true
+	}
+	done := make(chan struct{})
+	go func() {
+		for i := range 100 {
+			h.publish(slow, []byte(strconv.Itoa(i)))
+			h.publish(slow, []byte(strconv.Itoa(i))) // the same again: not sent
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("publishing waited for streams that do not read")
+	}
+	for _, ch := range slowChans {
+		if got := string(<-ch); got != "99" || len(ch) != 0 {
+			t.Errorf("a stream that did not read holds %q, want the newest only", got)
+		}
+	}
+	for _, ch := range chans {
+		h.unsubscribe(anonymous, ch)
+	}
+	waitUntil(t, 10*time.Second, "the feed to stop", func() (bool, string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.feeds) == 0 && h.streams == 0, fmt.Sprintf("%d feeds, %d streams", len(h.feeds), h.streams)
+	})
+}
