@@ -95,6 +95,8 @@ type Daemon struct {
 	creds *peer.Credentials // this node's certificate and the cluster's CA
 	peers *peer.Caller      // signed calls to the nodes' APIs, over TLS
 	srvs  []*http.Server
+	// local calls the socket's routes in this process (inprocess.go).
+	local *api.Client
 	agent *agent.Agent
 	// submits holds each user's submissions to a rate (ratelimit.go).
 	submits *submitLimiter

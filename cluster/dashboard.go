@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -179,9 +178,11 @@ func (d *Daemon) dashSnapshot(ctx context.Context, id WebIdentity, prev *dashSta
 	cfg := d.conf()
 	// hpc status is answered by the node asked: this one (it asks a
 	// controller for the Raft view when it runs none).
-	var status api.Status
+	ctx = peer.WithIdentity(ctx, id.Identity) // the anonymous viewer asks as nobody
 	var errs []string
-	if err := d.leaderCall(ctx, id, http.MethodGet, "/api/status", nil, d.handleStatus, &status); err != nil {
+	status, err := d.local.Status(ctx)
+	if err != nil {
+		status = &api.Status{}
 		errs = append(errs, "status: "+err.Error())
 	}
 	st.Cluster = dashCluster{
@@ -189,10 +190,8 @@ func (d *Daemon) dashSnapshot(ctx context.Context, id WebIdentity, prev *dashSta
 		CommitIndex: status.CommitIndex, AppliedIdx: status.AppliedIdx, Voters: status.Voters,
 		Controllers: status.Controllers, Members: status.Members,
 	}
-	var jobs api.JobsResponse
-	var nodes api.NodesResponse
-	errJobs := d.leaderCall(ctx, id, http.MethodGet, "/api/jobs", nil, d.leaderRoute(d.handleJobs), &jobs)
-	errNodes := d.leaderCall(ctx, id, http.MethodGet, "/api/nodes", nil, d.leaderRoute(d.handleNodes), &nodes)
+	jobs, errJobs := d.local.Jobs(ctx)
+	nodes, errNodes := d.local.Nodes(ctx)
 	if errJobs != nil || errNodes != nil {
 		errs = append(errs, "jobs and nodes: "+errors.Join(errJobs, errNodes).Error())
 		if prev != nil {
@@ -202,66 +201,10 @@ func (d *Daemon) dashSnapshot(ctx context.Context, id WebIdentity, prev *dashSta
 		return st
 	}
 	st.Error = strings.Join(errs, "; ")
-	st.Jobs = dashJobs(jobs.Jobs, cfg.Topology)
-	st.Nodes = dashNodes(nodes.Nodes, jobs.Jobs, cfg.Topology)
+	st.Jobs = dashJobs(jobs, cfg.Topology)
+	st.Nodes = dashNodes(nodes.Nodes, jobs, cfg.Topology)
 	st.Topology = dashTopology(cfg.Topology, st.Jobs)
 	return st
-}
-
-// leaderCall calls the API handler h (wrapped in leaderRoute where the API
-// wraps it so) in this process, as a request for uri from the web viewer
-// id, and decodes its answer into out. A route wrapped in leaderRoute runs
-// on the leader: forwarded to it with the viewer's identity, as the API
-// forwards a command's request. The anonymous viewer asks as nobody.
-func (d *Daemon) leaderCall(ctx context.Context, id WebIdentity, method, uri string, in any, h http.HandlerFunc, out any) error {
-	var body []byte
-	if in != nil {
-		var err error
-		if body, err = json.Marshal(in); err != nil {
-			return err
-		}
-	}
-	req, err := http.NewRequestWithContext(peer.WithIdentity(ctx, id.Identity), method, uri, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	rec := &answerRecorder{header: http.Header{}}
-	h(rec, req)
-	if rec.code == 0 {
-		rec.code = http.StatusOK
-	}
-	if rec.code != http.StatusOK {
-		var e api.Error
-		if json.Unmarshal(rec.body.Bytes(), &e) == nil && e.Message != "" {
-			return &e
-		}
-		return fmt.Errorf("%s: %d %s", uri, rec.code, http.StatusText(rec.code))
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(rec.body.Bytes(), out)
-}
-
-// answerRecorder keeps a handler's answer in memory.
-type answerRecorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (a *answerRecorder) Header() http.Header { return a.header }
-func (a *answerRecorder) WriteHeader(code int) {
-	if a.code == 0 {
-		a.code = code
-	}
-}
-func (a *answerRecorder) Write(b []byte) (int, error) {
-	if a.code == 0 {
-		a.code = http.StatusOK
-	}
-	return a.body.Write(b)
 }
 
 // dashJobs is the queue: every job not finished, and the newest finished
@@ -507,24 +450,22 @@ func (d *Daemon) handleDashJob(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	var jobs api.JobsResponse
-	if err := d.leaderCall(ctx, id, http.MethodGet, "/api/jobs", nil, d.leaderRoute(d.handleJobs), &jobs); err != nil {
+	ctx = peer.WithIdentity(ctx, id.Identity)
+	jobs, err := d.local.Job(ctx, jid)
+	if err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	i := slices.IndexFunc(jobs.Jobs, func(j api.Job) bool { return j.ID == jid })
+	i := slices.IndexFunc(jobs, func(j api.Job) bool { return j.ID == jid })
 	if i < 0 {
 		peer.WriteErr(w, http.StatusNotFound, &api.Error{Message: api.ErrInvalidJobID})
 		return
 	}
-	j := &jobs.Jobs[i]
+	j := &jobs[i]
 	cfg := d.conf()
 	out := dashJobDetail{Job: dashJobOf(j, cfg.Topology, leafSwitches(cfg.Topology))}
 	out.ScriptNote = d.dashScript(ctx, id, j, &out.Script)
-	uri := "/api/acct?all=1&jobs=" + strconv.FormatUint(jid, 10)
-	if err := d.leaderCall(ctx, id, http.MethodGet, uri, nil, d.leaderRoute(d.handleAcct), &struct {
-		Rows *[]api.AcctRow `json:"rows"`
-	}{&out.Acct}); err != nil {
+	if out.Acct, err = d.local.Acct(ctx, api.AcctQuery{JobIDs: []uint64{jid}, AllUsers: true}); err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
@@ -552,12 +493,11 @@ func (d *Daemon) dashScript(ctx context.Context, id WebIdentity, j *api.Job, scr
 	if !j.HasScript() {
 		return api.ErrJobScriptMissing
 	}
-	var js api.JobScript
-	uri := "/api/jobscript?job=" + strconv.FormatUint(j.ID, 10)
-	if err := d.leaderCall(ctx, id, http.MethodGet, uri, nil, d.leaderRoute(d.handleJobScript), &js); err != nil {
+	js, err := d.local.JobScript(ctx, j.ID) // ctx carries the viewer's identity
+	if err != nil {
 		return err.Error()
 	}
-	*script = js.Script
+	*script = js
 	return ""
 }
 
@@ -593,25 +533,26 @@ func (d *Daemon) handleDashAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	var res api.CancelResponse // the job routes' answer: one result per job
+	ctx = peer.WithIdentity(ctx, id.Identity)
+	var res []api.CancelResult // the job routes' answer: one result per job
 	var err error
 	switch a.Action {
 	case "cancel":
-		err = d.leaderCall(ctx, id, http.MethodPost, "/api/cancel", api.CancelRequest{JobIDs: []uint64{a.JobID}}, d.leaderRoute(d.handleCancel), &res)
+		res, err = d.local.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{a.JobID}})
 	case "hold", "release":
-		err = d.leaderCall(ctx, id, http.MethodPost, "/api/jobcontrol", api.JobControlRequest{JobIDs: []uint64{a.JobID}, Action: a.Action}, d.leaderRoute(d.handleJobControl), &res)
+		res, err = d.local.JobControl(ctx, api.JobControlRequest{JobIDs: []uint64{a.JobID}, Action: a.Action})
 	case "drain", "resume":
 		set := map[string]string{"state": strings.ToUpper(a.Action)}
 		if a.Action == "drain" {
 			set["reason"] = a.Reason
 		}
-		err = d.leaderCall(ctx, id, http.MethodPost, "/api/update", api.UpdateRequest{Nodes: []string{a.Node}, Set: set}, d.leaderRoute(d.handleUpdate), nil)
+		err = d.local.Update(ctx, api.UpdateRequest{Nodes: []string{a.Node}, Set: set})
 	default:
 		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: "unknown action " + a.Action})
 		return
 	}
-	if err == nil && len(res.Results) > 0 && res.Results[0].Error != "" {
-		err = &api.Error{Message: res.Results[0].Error}
+	if err == nil && len(res) > 0 && res[0].Error != "" {
+		err = &api.Error{Message: res[0].Error}
 	}
 	if err != nil {
 		code := http.StatusBadRequest

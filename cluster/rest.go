@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,7 +72,7 @@ func (d *Daemon) restRoute(h restHandler, db bool) http.HandlerFunc {
 			}, "rest_auth/jwt")))
 			return
 		}
-		ans, status := h(r, d.restClient(), id)
+		ans, status := h(r, d.local, id)
 		writeREST(w, status, ans)
 	}
 }
@@ -89,61 +88,6 @@ func writeREST(w http.ResponseWriter, status int, ans openapi.Obj) {
 // error, with HTTP 500 as slurmrestd gives any error of the controller.
 func restFailed(db bool, err error, source string) (openapi.Obj, int) {
 	return openapi.ErrorsAnswer(db, openapi.ErrorObject(err, source)), http.StatusInternalServerError
-}
-
-// restClient is a client of the daemon's own routes, called in its
-// process: the handlers the socket's routes run (server.go startServers),
-// behind leaderRoute, which reads the caller's identity from the request's
-// context (webServer put it there). Made for each request: a handful of
-// routes, no connections.
-func (d *Daemon) restClient() *api.Client {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/submit", d.leaderRoute(d.rateLimited(d.handleSubmit)))
-	mux.HandleFunc("GET /api/jobs", d.leaderRoute(d.handleJobs))
-	mux.HandleFunc("GET /api/nodes", d.leaderRoute(d.handleNodes))
-	mux.HandleFunc("POST /api/cancel", d.leaderRoute(d.handleCancel))
-	mux.HandleFunc("GET /api/acct", d.leaderRoute(d.handleAcct))
-	mux.HandleFunc("GET /api/diag", d.leaderRoute(d.handleDiag))
-	mux.HandleFunc("GET /api/status", d.handleStatus)
-	return api.NewInProcessClient("the node's own routes", handlerTransport{mux})
-}
-
-// handlerTransport answers a request with an http.Handler in the process.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body == nil { // as a server's request has it
-		req = req.Clone(req.Context())
-		req.Body = http.NoBody
-	}
-	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	t.h.ServeHTTP(rec, req)
-	return &http.Response{
-		StatusCode: rec.status, Status: strconv.Itoa(rec.status) + " " + http.StatusText(rec.status),
-		Header: rec.header, Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
-	}, nil
-}
-
-// recorder is the http.ResponseWriter of an in-process request.
-type recorder struct {
-	header http.Header
-	status int
-	wrote  bool
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.status, r.wrote = code, true
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	r.wrote = true
-	return r.body.Write(b)
 }
 
 // clusterName is the cluster's name, as the answers carry it.

@@ -69,6 +69,7 @@ func (d *Daemon) startServers() error {
 	d.registerFileRoutes(mux)
 	d.registerProfileRoutes(mux) // profile.go
 	d.registerControllerRoutes(mux)
+	d.local = localClient(mux) // inprocess.go: the web side asks these routes
 
 	_ = os.Remove(d.o.Socket)
 	ul, err := net.Listen("unix", d.o.Socket)

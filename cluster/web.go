@@ -149,7 +149,7 @@ func (d *Daemon) webServer() *http.Server {
 // REST API.
 func (d *Daemon) registerWebRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /hpc/whoami", d.handleWhoami)
-	d.registerRESTRoutes(mux) // rest.go
+	d.registerRESTRoutes(mux)      // rest.go
 	d.registerDashboardRoutes(mux) // dashboard.go
 }
 
