@@ -149,6 +149,7 @@ func (d *Daemon) webServer() *http.Server {
 // REST API.
 func (d *Daemon) registerWebRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /hpc/whoami", d.handleWhoami)
+	d.registerMetricsRoutes(mux) // metrics.go
 }
 
 // WebIdentity is who sends a web request: a user who showed a token
