@@ -51,16 +51,14 @@ import (
 // plugin (25.11, /metrics/jobs; the community exporter calls them
 // slurm_queue_*). Everything else is hpc's own and named hpc_...
 
-// Histogram buckets, in seconds.
+// Histogram buckets, in seconds: 1-2.5-5 steps over the span each figure
+// may take.
 var (
-	// A pass over a few jobs takes tens of microseconds; over 100,000,
-	// seconds.
+	// A pass over a short queue to one over a very long one.
 	schedPassBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
-	// A commit on a quiet lab takes about a millisecond (raftCommit
-	// batches); applyTimeout bounds it.
+	// Up to applyTimeout (10 s), past which propose gives up.
 	raftCommitBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
-	// A plain process starts in milliseconds, a container in tens to
-	// hundreds of them.
+	// A plain process to a container whose image is prepared first.
 	stepLaunchBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 )
 
@@ -118,8 +116,8 @@ func newDaemonMetrics(d *Daemon) *daemonMetrics {
 func (d *Daemon) registerMetricsRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError,
-		// Scrapes of a big state wait for each other rather than read it
-		// side by side.
+		// At most two scrapes read the state at once (each holds the
+		// FSM's read lock for its pass); more are answered 503.
 		MaxRequestsInFlight: 2,
 		Timeout:             30 * time.Second,
 	}))
@@ -238,7 +236,7 @@ func stateIndex(s api.JobState) int {
 type jobCounts [len(jobStates)]int
 
 // nodeBucket is the community exporter's gauge each of sinfo's long node
-// states counts in (its order of precedence: a draining node counts as
+// states counts in (as it buckets sinfo's %T: a draining node counts as
 // drain); "unknown" has none there (hpc_nodes has it).
 var nodeBucket = map[string]string{
 	"allocated": "alloc", "mixed": "mix", "idle": "idle",
@@ -269,7 +267,7 @@ func newMetricsCollector(d *Daemon) *metricsCollector {
 		},
 		gpus: [4]*prometheus.Desc{
 			desc("slurm_gpus_alloc", "Allocated GPUs"), desc("slurm_gpus_idle", "Idle GPUs"),
-			desc("slurm_gpus_other", "Other GPUs"), desc("slurm_gpus_total", "Total GPUs"),
+			desc("slurm_gpus_other", "Other GPUs (the free ones of drained and down nodes)"), desc("slurm_gpus_total", "Total GPUs"),
 		},
 		partCPUs: [4]*prometheus.Desc{
 			desc("slurm_partition_cpus_allocated", "Allocated CPUs for partition", "partition"),
