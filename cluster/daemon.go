@@ -102,6 +102,8 @@ type Daemon struct {
 	submits *submitLimiter
 	// diag counts what sdiag shows (diag.go).
 	diag *diagStats
+	// metrics is the node's Prometheus registry (metrics.go).
+	metrics *daemonMetrics
 	// launches are the steps this node runs for their srun (the launcher).
 	launchMu sync.Mutex
 	launches map[stepKey]*launch
@@ -186,6 +188,7 @@ func Start(o Options) (*Daemon, error) {
 		diag:     newDiagStats(time.Now()),
 		view:     newSchedView(),
 	}
+	d.metrics = newDaemonMetrics(d)
 	ok := false
 	defer func() {
 		if !ok {
@@ -220,7 +223,8 @@ func Start(o Options) (*Daemon, error) {
 	if err := d.startGossip(); err != nil {
 		return nil, err
 	}
-	d.agent = agent.New(agent.Options{Name: o.Name, Config: cfg, ConfigPath: d.confPath(), Dir: o.Dir, Socket: o.Socket, Exec: ex, Peers: d.peers, Log: d.log, Ctx: ctx})
+	d.agent = agent.New(agent.Options{Name: o.Name, Config: cfg, ConfigPath: d.confPath(), Dir: o.Dir, Socket: o.Socket, Exec: ex, Peers: d.peers, Log: d.log, Ctx: ctx,
+		OnLaunch: d.metrics.launched})
 	if !cfg.ControllerOnly(o.Name) {
 		// A controller-only host never runs jobs: nothing to re-attach.
 		d.agent.Reattach()
@@ -312,6 +316,7 @@ func (d *Daemon) startRaft(bootstrap bool) error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	d.raft = r
+	d.watchLeaders(r) // metrics.go
 	// Raft's voter set lives in its log: once there is state, the voter
 	// set is the log's (changed at run time by hpc controller), never the
 	// config's again.
@@ -584,10 +589,12 @@ func (d *Daemon) propose(op fsm.Op) (fsm.Result, error) {
 	if err != nil {
 		return fsm.Result{}, err
 	}
+	start := time.Now()
 	f := d.raft.Apply(data, applyTimeout)
 	if err := f.Error(); err != nil {
 		return fsm.Result{}, fmt.Errorf("commit %T: %w", op, err)
 	}
+	d.metrics.committed(start)
 	res, _ := f.Response().(fsm.Result)
 	return res, res.Err
 }

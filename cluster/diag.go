@@ -119,8 +119,8 @@ func (s *diagStats) userCount(uid uint32) *rpcCount {
 
 // pass records a scheduling pass: its length, the pending queue it saw,
 // and the starts that backfill made (jobs that start while a job of
-// higher priority waits for resources).
-func (s *diagStats) pass(took time.Duration, now time.Time, res *sched.Result, pending int) {
+// higher priority waits for resources), whose number it returns.
+func (s *diagStats) pass(took time.Duration, now time.Time, res *sched.Result, pending int) int {
 	var blocked uint32
 	for _, j := range res.Jobs {
 		if j.Reason == sched.ReasonResources && j.Priority > blocked {
@@ -145,6 +145,7 @@ func (s *diagStats) pass(took time.Duration, now time.Time, res *sched.Result, p
 		s.bfJobs += uint64(bf)
 		s.bfWhen = now
 	}
+	return bf
 }
 
 // ended counts a job's end by its final state.

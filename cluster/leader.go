@@ -89,7 +89,8 @@ func (d *Daemon) schedule() {
 	if len(snap.Pending) > 0 {
 		t0 := time.Now()
 		res = d.view.planner.plan(snap)
-		d.diag.pass(time.Since(t0), now, &res, len(snap.Pending))
+		took := time.Since(t0)
+		d.metrics.schedulerPass(took, d.diag.pass(took, now, &res, len(snap.Pending)))
 		// The planner owns its lists: extend a copy.
 		res.Jobs = slices.Clip(res.Jobs)
 	}

@@ -76,7 +76,7 @@ func (v *schedView) store(res sched.Result) {
 		m[r.JobID] = r
 	}
 	v.mu.Lock()
-	v.results = m
+	v.results = m // replaced whole, never written into: lastResults (metrics.go)
 	for id := range v.jobs {
 		if _, pending := m[id]; !pending {
 			delete(v.jobs, id)

@@ -151,6 +151,7 @@ func (d *Daemon) registerWebRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /hpc/whoami", d.handleWhoami)
 	d.registerRESTRoutes(mux)      // rest.go
 	d.registerDashboardRoutes(mux) // dashboard.go
+	d.registerMetricsRoutes(mux)   // metrics.go
 }
 
 // WebIdentity is who sends a web request: a user who showed a token

@@ -31,6 +31,11 @@ type Options struct {
 	// Ctx ends with the daemon; work the agent started in the background
 	// stops then, and Wait waits for it.
 	Ctx context.Context
+	// OnLaunch, if set, is told how long each launch on this node took,
+	// from the request's arrival to its tasks running: kind "batch" (a
+	// job's batch script) or "srun" (the node's tasks of a step). The
+	// daemon's metrics count them.
+	OnLaunch func(kind string, took time.Duration)
 }
 
 // Agent is the node side of a daemon: it runs batch steps and its share of
@@ -53,16 +58,24 @@ type Agent struct {
 
 	steps    *stepTable
 	runStore runStorage // jobstorage.go
+	onLaunch func(kind string, took time.Duration)
 }
 
 // New returns the agent of node o.Name; the node must be in the config.
 func New(o Options) *Agent {
 	ag := &Agent{
 		self: o.Config.Node(o.Name), name: o.Name, dir: o.Dir, socket: o.Socket, path: o.ConfigPath,
-		log: o.Log, ctx: o.Ctx, exec: o.Exec, peers: o.Peers, steps: newStepTable(),
+		log: o.Log, ctx: o.Ctx, exec: o.Exec, peers: o.Peers, steps: newStepTable(), onLaunch: o.OnLaunch,
 	}
 	ag.cfg.Store(o.Config)
 	return ag
+}
+
+// launched tells OnLaunch of a launch that arrived at arrived and runs now.
+func (ag *Agent) launched(kind string, arrived time.Time) {
+	if ag.onLaunch != nil {
+		ag.onLaunch(kind, time.Since(arrived))
+	}
 }
 
 // conf is the node's configuration: slurm.conf as the daemon read it at

@@ -98,6 +98,7 @@ type SignalRequest struct {
 // included (an output file the user cannot write fails the job with
 // slurmstepd's reason).
 func (ag *Agent) handleLaunch(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	if phase := r.URL.Query().Get("phase"); phase != "" {
 		ag.handleNodeScript(w, r, phase) // prolog.go
 		return
@@ -190,6 +191,7 @@ func (ag *Agent) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		peer.WriteJSON(w, struct{}{})
 		return
 	}
+	ag.launched("batch", arrived)
 	ag.recordRunning(&jc) // reattach.go
 	ag.steps.mu.Lock()
 	ag.steps.steps[j.ID] = step

@@ -27,6 +27,7 @@ import (
 // stream of frames: their output, each task's end, and last this node's
 // end. If the launcher goes away, the tasks are killed.
 func (ag *Agent) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	var req StepLaunchRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		peer.WriteErr(w, http.StatusBadRequest, err)
@@ -140,6 +141,7 @@ func (ag *Agent) handleStepLaunch(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	ag.launched("srun", arrived)
 	ag.steps.mu.Lock()
 	start, ended = ag.steps.ended[j.ID]
 	ag.steps.mu.Unlock()
