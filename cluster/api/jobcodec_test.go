@@ -52,7 +52,8 @@ func fill(v reflect.Value, n *int) {
 }
 
 // TestJobDecoderUpToDate: the generated decoder (job_easyjson.go, `make
-// generate`) reads every field of a Job as encoding/json does. A field
+// generate`) reads every field of a Job as encoding/json does, and its
+// encoder writes every field so. A field
 // added to Job, or to a type in it, without generating again fails here.
 func TestJobDecoderUpToDate(t *testing.T) {
 	var j Job
@@ -73,6 +74,15 @@ func TestJobDecoderUpToDate(t *testing.T) {
 		a, _ := json.Marshal(&std)
 		c, _ := json.Marshal(&gen)
 		t.Errorf("the generated decoder differs from encoding/json (run make generate):\nstd %s\ngen %s", a, c)
+	}
+	// The generated encoder writes what encoding/json reads back the same.
+	var back Job
+	out, err := easyjson.Marshal(&j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &back); err != nil || !reflect.DeepEqual(back, std) {
+		t.Errorf("the generated encoder's job reads back differently (%v):\n%s\nwant\n%s", err, out, b)
 	}
 	// And zero values and nulls as encoding/json reads them.
 	for _, s := range []string{`{}`, `{"id":3,"spec":null,"steps":null,"requeue":null}`, `{"spec":{"requeue":false,"env":[]}}`} {
