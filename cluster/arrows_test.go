@@ -45,6 +45,8 @@ var allowedImports = map[string][]string{
 	"hpc/e2e":                 {},
 	// A bench tool: the API client, as any scripted client would use it.
 	"hpc/scripts/bench/apisubmit": {"hpc/cluster/api"},
+	// A bench tool standing in for many nodes in the cluster's gossip.
+	"hpc/scripts/bench/simnodes": {"hpc/cluster/config", "hpc/cluster/peer"},
 }
 
 func TestImportArrows(t *testing.T) {

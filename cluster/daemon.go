@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -475,11 +476,11 @@ func (d *Daemon) joinLoop(peers []string) {
 	joined := false
 	for {
 		if !joined {
-			if n, err := d.list.Join(peers); err == nil && n > 0 {
+			if joinSome(d.list, peers, len(peers)) > 0 {
 				joined, delay = true, rejoinInterval
 			}
 		} else if missing := d.missingPeers(peers); len(missing) > 0 {
-			_, _ = d.list.Join(missing) // those that answer are back
+			joinSome(d.list, missing, joinFanout) // those that answer are back
 		}
 		select {
 		case <-d.ctx.Done():
@@ -490,6 +491,28 @@ func (d *Daemon) joinLoop(peers []string) {
 			delay = min(delay*2, 2*time.Second)
 		}
 	}
+}
+
+// joinFanout is how many peers a node tries at a time: one that answers
+// hands over every member it knows (memberlist's push-pull), so a node of
+// a 1,000-node cluster does not dial them all.
+const joinFanout = 3
+
+// joinSome tries peers in a random order, joinFanout at a time, until one
+// batch joins or up to limit peers were tried; it returns how many
+// answered.
+func joinSome(list *memberlist.Memberlist, peers []string, limit int) int {
+	order := slices.Clone(peers)
+	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	order = order[:min(len(order), limit)]
+	for len(order) > 0 {
+		batch := order[:min(len(order), joinFanout)]
+		order = order[len(batch):]
+		if n, _ := list.Join(batch); n > 0 { // an error names those that did not answer
+			return n
+		}
+	}
+	return 0
 }
 
 // missingPeers returns the peers (host:port) that are not alive members.

@@ -248,6 +248,8 @@ var labAddrs = map[string]labAddr{
 	// Not a test: the hpc lab of scripts/bench/side-by-side.sh.
 	"scripts/bench/side-by-side.sh": {103, 34317},
 	"scripts/bench/scale.sh":        {107, 34817},
+	// Its four real nodes; its simulated ones are on 127.1.x.y.
+	"scripts/bench/nodes.sh": {110, 35217},
 }
 
 // checkLabAddrs reports two tests of labAddrs that share a range or a
