@@ -1,17 +1,21 @@
 package e2e
 
 // The guided scenarios of `hpc lab scenario` end to end: each runs on a
-// real 4-node lab (two leaf switches, QoS preemption allowed) at a small
-// time scale, must judge itself PASS, and must leave the lab as it found
-// it: the same nodes' states, QoS, accounts and associations, no job left.
+// real 4-node lab (two leaf switches, QoS preemption allowed, two GPUs on
+// node3 and node4 with device files of their own) at a small time scale,
+// must judge itself PASS, and must leave the lab as it found it: the same
+// nodes' states, QoS, accounts and associations, no job left.
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"hpc/commands/scenario"
 )
@@ -22,10 +26,12 @@ const scenarioScale = "0.15"
 
 func TestScenarios(t *testing.T) {
 	needLab(t)
+	gpus := false // the GPU nodes have device files the devices cgroup tells apart
 	l, _ := startLab(t, "hpc-scenarios-", 4, "KillWait=2\nPreemptType=preempt/qos\nPreemptMode=REQUEUE\n", func(top string) {
 		if err := os.WriteFile(filepath.Join(top, "topology.conf"), []byte(dashTopology), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		gpus = scenarioGPUs(t, top)
 	})
 	out, errs, code := l.run(0, l.top, "lab", "scenario", "list")
 	if code != 0 {
@@ -59,6 +65,9 @@ func TestScenarios(t *testing.T) {
 			for _, e := range v.Evidence {
 				t.Logf("  %s", e)
 			}
+			if s.Name == "gpus" && !gpus && v.Result == scenario.Skip {
+				t.Skipf("no device numbers to borrow for the fake GPUs: %s", v.Summary)
+			}
 			if v.Result != scenario.Pass || code != 0 {
 				t.Errorf("%s: %s (exit %d): %s", s.Name, v.Result, code, v.Summary)
 			}
@@ -77,6 +86,7 @@ func TestScenarios(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\n%s%s", code, out, errs)
 		}
+		t.Logf("hpc lab scenario run gang:\n%s", out)
 		for _, want := range []string{"== gang: ", "Dashboard: http://" + l.net + "1:", "$ sbatch -J gang-3node", "$ sinfo -N", "PASS gang: ", "lab left as found"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("narration lacks %q:\n%s", want, out)
@@ -86,4 +96,36 @@ func TestScenarios(t *testing.T) {
 			t.Errorf("escape codes on a pipe:\n%q", out)
 		}
 	})
+}
+
+// scenarioGPUs gives node3 and node4 (the lab's GPU nodes, two GPUs each)
+// device files as TestLabGPUDevices does: nodes with the numbers of
+// /dev/fuse and /dev/net/tun, two devices the devices cgroup tells apart,
+// in a gres.conf next to the lab's config. It reports false when it
+// cannot make them here.
+func scenarioGPUs(t *testing.T, top string) bool {
+	var usable []uint64
+	for _, p := range []string{"/dev/fuse", "/dev/net/tun"} {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
+			continue
+		}
+		if f, err := os.Open(p); err == nil {
+			f.Close()
+			usable = append(usable, st.Rdev)
+		}
+	}
+	if len(usable) < 2 {
+		return false
+	}
+	prefix := fmt.Sprintf("/dev/hpcscenario-%d-gpu", os.Getpid())
+	for i, rdev := range usable {
+		p := fmt.Sprintf("%s%d", prefix, i)
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(rdev)); err != nil {
+			return false
+		}
+		t.Cleanup(func() { os.Remove(p) })
+	}
+	conf := "NodeName=node[3-4] Name=gpu File=" + prefix + "[0-1]\n"
+	return os.WriteFile(filepath.Join(top, "gres.conf"), []byte(conf), 0o644) == nil
 }

@@ -54,7 +54,7 @@ type Scenario struct {
 }
 
 // all are the scenarios, in the order `list` shows them.
-var all = []*Scenario{backfill, gang, kubeBinding, topology, accounting, preemption}
+var all = []*Scenario{backfill, gang, kubeBinding, topology, accounting, gpus, preemption}
 
 // List returns the scenarios.
 func List() []*Scenario { return all }

@@ -261,3 +261,29 @@ func TestShellJoin(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+func TestJudgeGPUs(t *testing.T) {
+	job := ran(1, "wrap", 0, 1, api.StateCompleted, "node3")
+	job.Alloc[0].Gres = []api.GresAlloc{{Name: "gpu", Indices: []int{1}}}
+	files := []string{"/dev/g0", "/dev/g1"}
+	good := gpuObs{job: job, files: files, output: "CUDA_VISIBLE_DEVICES=1\n/dev/g0 refused\n/dev/g1 opened\n"}
+	if res, sum, ev := judgeGPUs(good); res != Pass {
+		t.Errorf("good run: %s %s %v", res, sum, ev)
+	}
+	// Without a devices cgroup the other GPU opens: FAIL.
+	open := good
+	open.output = "CUDA_VISIBLE_DEVICES=1\n/dev/g0 opened\n/dev/g1 opened\n"
+	if res, sum, _ := judgeGPUs(open); res != Fail {
+		t.Errorf("other device opened: %s %s, want FAIL", res, sum)
+	}
+	noEnv := good
+	noEnv.output = "CUDA_VISIBLE_DEVICES=\n/dev/g0 refused\n/dev/g1 opened\n"
+	if res, sum, _ := judgeGPUs(noEnv); res != Fail {
+		t.Errorf("no CUDA_VISIBLE_DEVICES: %s %s, want FAIL", res, sum)
+	}
+	two := good
+	two.job.Alloc = []api.NodeAlloc{{Node: "node3", Gres: []api.GresAlloc{{Name: "gpu", Indices: []int{0, 1}}}}}
+	if res, sum, _ := judgeGPUs(two); res != Fail {
+		t.Errorf("two GPUs given: %s %s, want FAIL", res, sum)
+	}
+}
