@@ -79,6 +79,18 @@ func TestScenarios(t *testing.T) {
 			}
 		})
 	}
+	// A lab with a job in it is not the scenarios' to use: SKIP (exit 2),
+	// and the job is left alone.
+	t.Run("busy", func(t *testing.T) {
+		l := l.with(t)
+		held := l.submit(0, l.top, "--hold", "-o", "/dev/null", "--wrap", "true")
+		out, errs, code := l.run(0, l.top, "lab", "scenario", "run", "--json", "backfill")
+		var v scenario.Verdict
+		if err := json.Unmarshal([]byte(out), &v); err != nil || code != 2 || v.Result != scenario.Skip || !strings.Contains(v.Summary, "busy") || len(v.Jobs) != 0 {
+			t.Errorf("on a busy lab: exit %d %+v %v\n%s", code, v, err, errs)
+		}
+		l.cancelAll(held)
+	})
 	// The narration, as a learner sees it on a pipe: plain lines, the
 	// commands to type, the dashboard, then the verdict.
 	t.Run("narration", func(t *testing.T) {
