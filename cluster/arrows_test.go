@@ -38,7 +38,10 @@ var allowedImports = map[string][]string{
 		"hpc/sched", "hpc/ui"},
 	"hpc/commands/format": {"hpc/cluster/api", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/openapi"},
 	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
-		"hpc/cluster/openapi", "hpc/commands/format", "hpc/internal/words"},
+		"hpc/cluster/openapi", "hpc/commands/format", "hpc/commands/scenario", "hpc/internal/words"},
+	// The teaching scenarios drive a lab as its users do: the API client,
+	// sbatch's option parser, the config and hostlists it reads.
+	"hpc/commands/scenario":   {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec"},
 	"hpc/internal/testrootfs": {},
 	"hpc/internal/faultnet":   {},
 	"hpc/ui":                  {},

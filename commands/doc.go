@@ -9,6 +9,6 @@
 // node through cluster/api's client, print through commands/format, and
 // read and write only through an Env (streams, environment, clock, client),
 // which tests replace. It may import cluster/api, cluster/config,
-// cluster/jobspec, cluster/hostlist, commands/format and, for the daemon
-// verb only, cluster.
+// cluster/jobspec, cluster/hostlist, commands/format, commands/scenario
+// (`hpc lab scenario`) and, for the daemon verb only, cluster.
 package commands
