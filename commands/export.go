@@ -86,13 +86,26 @@ func exportSource(path string) (export.Source, error) {
 		detail, msg := errText(err)
 		return export.Source{}, fmt.Errorf("%s %s; to export a slurm.conf instead, give --config FILE", msg, detail)
 	}
-	var cfg config.Config
-	if err := cl.Config(ctx, &cfg); err != nil {
+	// The leader's slurm.conf, with the partitions as they are now (a
+	// node other than the leader may not have applied the latest change
+	// yet); gres.conf's devices and topology.conf's switches, which only a
+	// restart or reconfigure changes, from the node asked.
+	file, err := cl.ConfigFile(ctx)
+	if err != nil {
 		return export.Source{}, fmt.Errorf("reading the cluster's configuration: %w", err)
 	}
+	cfg, err := config.Parse(strings.NewReader(file.Text))
+	if err != nil {
+		return export.Source{}, fmt.Errorf("reading the cluster's configuration: %w", err)
+	}
+	var local config.Config
+	if err := cl.Config(ctx, &local); err != nil {
+		return export.Source{}, fmt.Errorf("reading the cluster's configuration: %w", err)
+	}
+	cfg.GresDevices, cfg.Topology = local.GresDevices, local.Topology
 	records, err := cl.Acctmgr(ctx)
 	if err != nil {
 		return export.Source{}, fmt.Errorf("reading the cluster's sacctmgr records: %w", err)
 	}
-	return export.Source{Config: &cfg, Records: records, From: "the running cluster " + cfg.ClusterName}, nil
+	return export.Source{Config: cfg, Records: records, From: "the running cluster " + cfg.ClusterName}, nil
 }

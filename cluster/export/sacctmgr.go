@@ -124,11 +124,16 @@ func assocLines(w func(string, ...any), cluster string, r *api.AcctmgrState) {
 			default:
 				a := accounts[as.Account]
 				head := []string{shq(as.Account), "Cluster=" + cluster, "Parent=" + shq(orRoot(as.Parent))}
-				// sacctmgr's defaults, as hpc's: the name, the parent.
+				// sacctmgr's defaults, as hpc's: the name; the parent's
+				// name, or the account's own under root.
+				defOrg := as.Parent
+				if orRoot(as.Parent) == "root" {
+					defOrg = as.Account
+				}
 				if a.Description != "" && a.Description != as.Account {
 					head = append(head, "Description="+shq(a.Description))
 				}
-				if a.Organization != "" && a.Organization != orRoot(as.Parent) {
+				if a.Organization != "" && a.Organization != defOrg {
 					head = append(head, "Organization="+shq(a.Organization))
 				}
 				acctLines = append(acctLines, "sacctmgr -i add account "+strings.Join(append(head, s...), " "))
