@@ -38,6 +38,7 @@ work=$(mktemp -d /tmp/hpc-export-check.XXXXXX)
 chmod 755 "$work"
 mkdir -p "$work"/{etc,ctld,spool,run,log,munge,fakedev}
 started=() # pid files of what this script started
+nodes=
 
 cleanup() {
   local rc=$? pf pid i
@@ -49,6 +50,11 @@ cleanup() {
     kill "$pid" 2>/dev/null || continue
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
+  done
+  # The empty cgroups slurmd made for its nodes (cgroup v1:
+  # /sys/fs/cgroup/<controller>/slurm_<node>/...; rmdir leaves any in use).
+  for n in ${nodes:-}; do
+    find /sys/fs/cgroup -depth -type d -path "*/slurm_$n*" -exec rmdir {} + 2>/dev/null || true
   done
   if ((rc != 0)); then
     for f in "$work"/log/*.log; do
