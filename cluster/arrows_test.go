@@ -37,7 +37,8 @@ var allowedImports = map[string][]string{
 		"hpc/cluster/fsm", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/openapi", "hpc/cluster/peer", "hpc/exec",
 		"hpc/sched", "hpc/ui"},
 	"hpc/commands/format": {"hpc/cluster/api", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/openapi"},
-	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
+	"hpc/cluster/export":  {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist"},
+	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/export", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
 		"hpc/cluster/openapi", "hpc/commands/format", "hpc/commands/scenario", "hpc/internal/words"},
 	// The teaching scenarios drive a lab as its users do: the API client,
 	// sbatch's option parser, the config and hostlists it reads.

@@ -155,7 +155,7 @@ func RunEnv(e *Env, args []string, extra ...*cli.Command) int {
 			slurmVerb(e, "srun", "", srunMain, "run a parallel job step, in a job or in a new allocation (srun)", "[OPTIONS] COMMAND [ARGS...]"),
 			slurmVerb(e, "salloc", "", sallocMain, "get an allocation and run a shell (or a command) in it (salloc)", "[OPTIONS] [COMMAND [ARGS...]]"),
 			slurmVerb(e, "priority", "sprio", sprioMain, "show pending jobs' priorities and their factors (sprio)", "[OPTIONS]"),
-			statusCommand(), controllerCommand(), labCommand(e),
+			statusCommand(), controllerCommand(), labCommand(e), exportCommand(),
 			installLinksCommand(e),
 		},
 		ExitErrHandler: func(c *cli.Context, err error) {},

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
 
 	"hpc/commands/scenario"
 )
@@ -111,15 +110,4 @@ func runScenarios(e *Env, c *cli.Context) error {
 		}
 	}
 	return exit(code)
-}
-
-// isTerminal reports whether w is a terminal (narration may then use bold
-// and colour).
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

@@ -68,7 +68,7 @@ func sbatchMain(e *Env, prog string, args []string) int {
 	if !opts.Wait {
 		return 0
 	}
-	j, err := cl.Wait(ctx, id)
+	j, err := waitShown(ctx, e, cl, id)
 	if err != nil {
 		e.errorf(prog, "waiting for job %d: %v", id, err)
 		return 1
@@ -167,4 +167,37 @@ func testOnly(ctx context.Context, e *Env, prog string, cl *api.Client, spec api
 	fmt.Fprintf(e.Stderr, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
 		prog, r.JobID, format.ISOTime(r.Start), r.CPUs, hostlist.Compress(r.Nodes), r.Partition)
 	return 0
+}
+
+// waitShown is sbatch --wait's wait for the job's end. On a terminal
+// (stderr) a spinner shows the job's state, its pending reason and the
+// time waited, asked of the controller every second while the wait runs;
+// elsewhere it is the wait alone, as scripts expect.
+func waitShown(ctx context.Context, e *Env, cl *api.Client, id uint64) (*api.Job, error) {
+	p := newProgress(e.Stderr, -1, fmt.Sprintf("job %d", id))
+	if p == nil {
+		return cl.Wait(ctx, id)
+	}
+	defer p.done()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			if jobs, err := cl.Job(ctx, id); err == nil && len(jobs) > 0 {
+				d := fmt.Sprintf("job %d %s", id, jobs[0].State)
+				if jobs[0].Reason != "" && jobs[0].Reason != "None" {
+					d += " (" + jobs[0].Reason + ")"
+				}
+				p.describe(d)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return cl.Wait(ctx, id)
 }

@@ -366,11 +366,17 @@ func waitUp(l lab, names []string, timeout time.Duration) error {
 	defer cancel()
 	cl := api.NewClient(l.sockPath(names[0]))
 	last := ""
+	// On a terminal a bar of the hosts up shows the same words on one
+	// line; elsewhere each new state is a line, as scripts read it.
+	bar := newProgress(os.Stdout, len(names), "starting")
+	defer bar.done()
 	say := func(s string) {
-		if s != last {
+		if bar != nil {
+			bar.describe(s)
+		} else if s != last {
 			fmt.Println("  " + s)
-			last = s
 		}
+		last = s
 	}
 	for {
 		for _, n := range names {
@@ -393,6 +399,7 @@ func waitUp(l lab, names []string, timeout time.Duration) error {
 				break
 			}
 			upCount := hostsUp(names, resp.Nodes, st.Controllers)
+			bar.set(upCount)
 			say(fmt.Sprintf("leader %s (term %d); nodes up: %d/%d", st.Leader, st.Term, upCount, len(names)))
 			if upCount == len(names) {
 				return nil

@@ -245,6 +245,7 @@ var labAddrs = map[string]labAddr{
 	"TestDashboard":            {105, 34617},
 	"TestLabMetrics":           {106, 34717},
 	"TestScenarios":            {108, 35017},
+	"TestExportRealSlurm":      {111, 34917},
 	"scripts/arm64.sh":         {102, 34217}, // its one-node smoke lab; no test of this name
 	// Not a test: the hpc lab of scripts/bench/side-by-side.sh.
 	"scripts/bench/side-by-side.sh": {103, 34317},

@@ -1,0 +1,49 @@
+package export
+
+import "strings"
+
+// slurmKeys are the top-level keys of Slurm 22.05's slurm.conf (its man
+// page, slurm.conf(5)), lowercased. A key hpc kept in Raw that is not
+// here is not written: slurmctld 22.05 refuses to start on an unknown key.
+var slurmKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range strings.Fields(`
+AccountingStorageBackupHost AccountingStorageEnforce AccountingStorageExternalHost AccountingStorageHost
+AccountingStorageParameters AccountingStoragePass AccountingStoragePort AccountingStorageTRES
+AccountingStorageType AccountingStorageUser AccountingStoreFlags AcctGatherEnergyType
+AcctGatherFilesystemType AcctGatherInterconnectType AcctGatherNodeFreq AcctGatherProfileType
+AllowSpecResourcesUsage AuthAltParameters AuthAltTypes AuthInfo AuthType BackupAddr BackupController
+BatchStartTimeout BcastExclude BcastParameters BurstBufferType CheckGhalQuiesce CliFilterPlugins
+ClusterName CommunicationParameters CompleteWait ControlAddr ControlMachine CoreSpecPlugin CpuFreqDef
+CpuFreqGovernors CredType DebugFlags DefCpuPerGPU DefMemPerCPU DefMemPerGPU DefMemPerNode DeferBatch
+DependencyParameters DisableRootJobs EioTimeout EnforcePartLimits Epilog EpilogMsgTime EpilogSlurmctld
+ExtSensorsFreq ExtSensorsType FairShareDampeningFactor FederationParameters FirstJobId GetEnvTimeout
+GpuFreqDef GresTypes GroupUpdateForce GroupUpdateTime HealthCheckInterval HealthCheckNodeState
+HealthCheckProgram InactiveLimit InteractiveStepOptions JobAcctGatherFrequency JobAcctGatherParams
+JobAcctGatherType JobCompHost JobCompLoc JobCompParams JobCompPass JobCompPort JobCompType JobCompUser
+JobContainerType JobFileAppend JobRequeue JobSubmitPlugins KeepPartInfo KeepPartState KillOnBadExit
+KillWait LaunchParameters LaunchType Licenses LogTimeFormat MCSParameters MCSPlugin MailDomain MailProg
+MaxArraySize MaxDBDMsgs MaxJobCount MaxJobId MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxStepCount
+MaxTasksPerNode MessageTimeout MinJobAge MpiDefault MpiParams NodeFeaturesPlugins OverMemoryKill
+OverTimeLimit PlugStackConfig PluginDir PowerParameters PowerPlugin PrEpParameters PrEpPlugins
+PreemptExemptTime PreemptMode PreemptType PriorityCalcPeriod PriorityDecayHalfLife PriorityFavorSmall
+PriorityFlags PriorityMaxAge PriorityParameters PrioritySiteFactorParameters PrioritySiteFactorPlugin
+PriorityType PriorityUsageResetPeriod PriorityWeightAge PriorityWeightAssoc PriorityWeightFairshare
+PriorityWeightJobSize PriorityWeightPartition PriorityWeightQOS PriorityWeightTRES PrivateData
+ProctrackType Prolog PrologEpilogTimeout PrologFlags PrologSlurmctld PropagatePrioProcess
+PropagateResourceLimits PropagateResourceLimitsExcept RebootProgram ReconfigFlags RequeueExit
+RequeueExitHold ResumeFailProgram ResumeProgram ResumeRate ResumeTimeout ResvEpilog ResvOverRun
+ResvProlog ReturnToService RoutePlugin SchedulerParameters SchedulerTimeSlice SchedulerType
+ScronParameters SelectType SelectTypeParameters SlurmSchedLogFile SlurmSchedLogLevel SlurmUser
+SlurmctldAddr SlurmctldDebug SlurmctldHost SlurmctldLogFile SlurmctldParameters SlurmctldPidFile
+SlurmctldPlugstack SlurmctldPort SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg SlurmctldSyslogDebug
+SlurmctldTimeout SlurmdDebug SlurmdLogFile SlurmdParameters SlurmdPidFile SlurmdPort SlurmdSpoolDir
+SlurmdSyslogDebug SlurmdTimeout SlurmdUser SrunEpilog SrunPortRange SrunProlog StateSaveLocation
+SuspendExcNodes SuspendExcParts SuspendProgram SuspendRate SuspendTime SuspendTimeout SwitchParameters
+SwitchType TCPTimeout TaskEpilog TaskPlugin TaskPluginParam TaskProlog TmpFS TopologyParam
+TopologyPlugin TrackWCKey TreeWidth UnkillableStepProgram UnkillableStepTimeout UsePAM VSizeFactor
+WaitTime`) {
+		m[strings.ToLower(k)] = true
+	}
+	return m
+}()
