@@ -243,6 +243,7 @@ var labAddrs = map[string]labAddr{
 	"TestLabSnapshotCatchUp":   {101, 34117},
 	"TestLabControllers":       {100, 34017},
 	"TestDashboard":            {105, 34617},
+	"TestLabREST":              {104, 34517},
 	"TestLabMetrics":           {106, 34717},
 	"scripts/arm64.sh":         {102, 34217}, // its one-node smoke lab; no test of this name
 	// Not a test: the hpc lab of scripts/bench/side-by-side.sh.
