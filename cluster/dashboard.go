@@ -457,7 +457,8 @@ func (d *Daemon) handleDashJob(w http.ResponseWriter, r *http.Request) {
 // dashScript puts job j's batch script into *script for a viewer who may
 // read it (scontrol write batch_script's route and rule: its owner, root,
 // operators) and otherwise says why not. An anonymous viewer never gets
-// one, even for a job of the user it is shown data as.
+// one: it is not asked for (the leader would refuse it too, as the
+// anonymous uid owns nothing).
 func (d *Daemon) dashScript(ctx context.Context, id WebIdentity, j *api.Job, script *string) string {
 	if id.Anonymous {
 		return "the batch script is shown to its owner (sign in with a token from scontrol token)"

@@ -29,6 +29,9 @@ type dashAcct struct {
 	MaxRSS    string `json:"MaxRSS"`
 	ReqMem    string `json:"ReqMem"`
 	TotalCPU  string `json:"TotalCPU"`
+	// Since is the start of a row not ended: the page counts its
+	// Elapsed on from it.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // dashAcctRows writes accounting rows as sacct does, Elapsed counted to
@@ -48,7 +51,7 @@ func dashAcctRows(rows []api.AcctRow, now time.Time) []dashAcct {
 		if !r.Start.IsZero() {
 			end := r.End
 			if end.IsZero() {
-				end = now
+				end, a.Since = now, r.Start
 			}
 			a.Elapsed = sacctElapsed(end.Sub(r.Start))
 		} else {

@@ -476,3 +476,26 @@ func BenchmarkDashJobs(b *testing.B) {
 		})
 	}
 }
+
+// TestDashAcctRows: the detail's accounting rows as sacct prints them.
+func TestDashAcctRows(t *testing.T) {
+	start := time.Date(2026, 12, 2, 4, 0, 0, 0, time.Local)
+	by := uint32(0)
+	rows := dashAcctRows([]api.AcctRow{
+		{JobID: 12, JobName: "sim", Partition: "debug", Account: "physics", AllocCPUs: 4, State: "CANCELLED", Signal: 15,
+			CancelledBy: &by, Start: start, End: start.Add(26*time.Hour + 3*time.Minute + 7*time.Second), NodeList: "node[1-2]", ReqMemMB: 4000},
+		{JobID: 12, Step: "batch", JobName: "batch", AllocCPUs: 4, State: "RUNNING", Start: start,
+			Usage: &api.StepUsage{MaxRSSKB: 2048, UserCPU: 1500 * time.Millisecond, SystemCPU: 250 * time.Millisecond}},
+		{JobID: 13, State: "PENDING"},
+	}, start.Add(90*time.Second))
+	want := []dashAcct{
+		{JobID: "12", JobName: "sim", Partition: "debug", Account: "physics", AllocCPUS: "4", State: "CANCELLED by 0", ExitCode: "0:15",
+			Elapsed: "1-02:03:07", Start: "2026-12-02T04:00:00", End: "2026-12-03T06:03:07", NodeList: "node[1-2]", ReqMem: "4000M"},
+		{JobID: "12.batch", JobName: "batch", AllocCPUS: "4", State: "RUNNING", ExitCode: "0:0", Elapsed: "00:01:30",
+			Start: "2026-12-02T04:00:00", End: "Unknown", MaxRSS: "2048K", TotalCPU: "00:01.750", Since: start},
+		{JobID: "13", AllocCPUS: "0", State: "PENDING", ExitCode: "0:0", Elapsed: "00:00:00", Start: "Unknown", End: "Unknown"},
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("got  %+v\nwant %+v", rows, want)
+	}
+}

@@ -325,8 +325,8 @@ func dashActions(t *testing.T, l *labT, b *browserT, work string, id uint64) {
 }
 
 // dashOutputTail checks a job's detail as its owner sees it while the
-// job runs: its accounting row in sacct's fields, and the tail of its
-// output growing, line by line, with no reload.
+// job runs: its accounting row in sacct's fields (Elapsed counting on),
+// and the tail of its output growing, line by line, with no reload.
 func dashOutputTail(t *testing.T, l *labT, b *browserT, work string) {
 	t.Helper()
 	id := l.submit(nobody, work, "-t", "1", "-J", "tail", "--wrap", "for i in $(seq 1 50); do echo tail-line-$i; sleep 1; done")
@@ -336,7 +336,7 @@ func dashOutputTail(t *testing.T, l *labT, b *browserT, work string) {
 	lines := `document.getElementById('detail-stdout').textContent.trim().split('\n').length`
 	first := b.eval(`String(` + lines + `)`)
 	b.waitJS(30*time.Second, "three more lines", fmt.Sprintf(`%s >= %s + 3`, lines, first))
-	b.waitJS(10*time.Second, "its sacct row", fmt.Sprintf(`(r => !!r && r.querySelector('[data-field="State"]').textContent === 'RUNNING' && r.querySelector('[data-field="JobName"]').textContent === 'tail' && /^\d\d:\d\d:\d\d$/.test(r.querySelector('[data-field="Elapsed"]').textContent))(document.querySelector('#detail-acct tr[data-acct="%d"]'))`, id))
+	b.waitJS(10*time.Second, "its sacct row", fmt.Sprintf(`(r => !!r && r.querySelector('[data-field="State"]').textContent === 'RUNNING' && r.querySelector('[data-field="JobName"]').textContent === 'tail' && /^00:00:(0[1-9]|[1-5]\d)$/.test(r.querySelector('[data-field="Elapsed"]').textContent))(document.querySelector('#detail-acct tr[data-acct="%d"]'))`, id))
 	t.Logf("job %d's tail grew from %s lines to %s without a reload", id, first, b.eval(`String(`+lines+`)`))
 	b.screenshot("4-output-tail")
 	b.do("closing its detail", chromedp.KeyEvent(kb.Escape))

@@ -348,10 +348,21 @@
     $('timeline-lanes').replaceChildren(...lanes, h('div', { class: 'axis' }, h('span'), ticks));
   }
 
+  // sacct's Elapsed: [D-]HH:MM:SS.
+  function sacctElapsed(sec) {
+    sec = Math.max(0, Math.floor(sec));
+    const d = Math.floor(sec / 86400);
+    const hms = pad(Math.floor(sec % 86400 / 3600)) + ':' + pad(Math.floor(sec % 3600 / 60)) + ':' + pad(sec % 60);
+    return d > 0 ? d + '-' + hms : hms;
+  }
+
   // The elapsed times count on between snapshots.
   function tick() {
     for (const el of document.querySelectorAll('[data-since]')) {
       el.textContent = duration((now() - ms(el.dataset.since)) / 1000);
+    }
+    for (const el of document.querySelectorAll('[data-acct-since]')) {
+      el.textContent = sacctElapsed((now() - ms(el.dataset.acctSince)) / 1000);
     }
     renderTimeline();
   }
@@ -468,7 +479,7 @@
       h('td', { text: s.tasks }), h('td', { text: stamp(s.start) }), h('td', { text: stamp(s.end) }))), 7, 'No srun step');
     const acctCols = ['JobID', 'JobName', 'Partition', 'Account', 'AllocCPUS', 'State', 'ExitCode', 'Elapsed', 'Start', 'End', 'NodeList', 'MaxRSS', 'ReqMem', 'TotalCPU'];
     fill($('detail-acct').tBodies[0], d.acct.map((r) => h('tr', { 'data-acct': r.JobID },
-      ...acctCols.map((c) => h('td', { 'data-field': c, text: r[c] })))), acctCols.length, 'No accounting record yet');
+      ...acctCols.map((c) => h('td', { 'data-field': c, 'data-acct-since': c === 'Elapsed' ? r.since : null, text: r[c] })))), acctCols.length, 'No accounting record yet');
     $('detail-output').textContent = d.output
       ? 'Standard output: ' + d.output + (d.error_file ? '; standard error: ' + d.error_file : '')
       : 'No output file yet.';
