@@ -47,18 +47,18 @@ func testConfig(t *testing.T) *config.Config {
 
 // startOne starts a real one-node cluster (Raft, gossip, API, plain-process
 // agent) on a loopback address of its own.
-func startOne(t *testing.T) (*Daemon, *api.Client) {
+func startOne(t testing.TB) (*Daemon, *api.Client) {
 	t.Helper()
 	return startOneWith(t, func(*Options) {})
 }
 
-func startOneWith(t *testing.T, edit func(*Options)) (*Daemon, *api.Client) {
+func startOneWith(t testing.TB, edit func(*Options)) (*Daemon, *api.Client) {
 	t.Helper()
 	return startOneConf(t, "", edit)
 }
 
 // startOneConf starts a one-node cluster whose config has extra lines.
-func startOneConf(t *testing.T, extra string, edit func(*Options)) (*Daemon, *api.Client) {
+func startOneConf(t testing.TB, extra string, edit func(*Options)) (*Daemon, *api.Client) {
 	t.Helper()
 	text, err := config.Lab(1)
 	if err != nil {

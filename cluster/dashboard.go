@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -25,11 +24,14 @@ import (
 // The page (package ui) reads one JSON snapshot of the cluster, then a
 // stream of server-sent events that carries the next snapshot whenever it
 // differs (dashboard_events.go). A snapshot is built on the serving node
-// from what the commands read, through the same routes: the leader's job
-// and node lists (handleJobs, handleNodes through leaderRoute, which
-// forwards them with the viewer's identity, so privacy.go's rules decide
-// what each viewer sees) and this node's status (handleStatus: the Raft
-// and gossip views). Actions (cancel, hold, release, drain, resume) are
+// from what the commands read, through the socket's routes in the process
+// (d.local): the leader's node list (handleNodes), the leader's bounded
+// share of the job list (handleDashJobs, dashboard_jobs.go), both through
+// leaderRoute, which forwards them with the viewer's identity, so
+// privacy.go's rules decide what each viewer sees, and this node's status
+// (handleStatus: the Raft and gossip views). A job's detail adds its
+// accounting rows and, for whoever may read it, its script and the live
+// tail of its output (joboutput.go). Actions (cancel, hold, release, drain, resume) are
 // POSTs that need a user who showed a token and go to the same handlers
 // as scancel's and scontrol's requests, with Slurm's authorization and
 // error texts.
@@ -43,6 +45,7 @@ func (d *Daemon) registerDashboardRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /hpc/dashboard/state", d.handleDashState)
 	mux.HandleFunc("GET /hpc/dashboard/events", hub.serveEvents)
 	mux.HandleFunc("GET /hpc/dashboard/job", d.handleDashJob)
+	mux.HandleFunc("GET /hpc/dashboard/job/output", d.handleDashOutput) // joboutput.go
 	mux.HandleFunc("POST /hpc/dashboard/action", d.handleDashAction)
 }
 
@@ -50,12 +53,17 @@ func (d *Daemon) registerDashboardRoutes(mux *http.ServeMux) {
 type dashState struct {
 	// Now is the serving node's clock when the snapshot was sent: the
 	// page counts elapsed times from it.
-	Now      time.Time    `json:"now"`
-	Viewer   dashViewer   `json:"viewer"`
-	Cluster  dashCluster  `json:"cluster"`
-	Nodes    []dashNode   `json:"nodes"`
-	Jobs     []dashJob    `json:"jobs"`
-	Topology []dashSwitch `json:"topology"`
+	Now     time.Time   `json:"now"`
+	Viewer  dashViewer  `json:"viewer"`
+	Cluster dashCluster `json:"cluster"`
+	Nodes   []dashNode  `json:"nodes"`
+	// Jobs are a bounded share of the queue (dashboard_jobs.go): Counts
+	// says how many jobs of each section the viewer may see, Shown how
+	// many of them Jobs holds.
+	Jobs     []dashJob     `json:"jobs"`
+	Counts   dashJobCounts `json:"counts"`
+	Shown    dashJobCounts `json:"shown"`
+	Topology []dashSwitch  `json:"topology"`
 	// Error says why part of the snapshot could not be read this time
 	// (no leader during an election); the jobs and nodes are then the
 	// last ones read.
@@ -157,10 +165,6 @@ type dashSwitch struct {
 	Jobs []uint64 `json:"jobs,omitempty"`
 }
 
-// dashFinishedKept is how many finished jobs a snapshot keeps (the
-// newest): the timeline's and the queue's recent history.
-const dashFinishedKept = 200
-
 // handleDashState answers one snapshot.
 func (d *Daemon) handleDashState(w http.ResponseWriter, r *http.Request) {
 	id, _ := WebIdentityFrom(r)
@@ -178,7 +182,7 @@ func (d *Daemon) dashSnapshot(ctx context.Context, id WebIdentity, prev *dashSta
 	cfg := d.conf()
 	// hpc status is answered by the node asked: this one (it asks a
 	// controller for the Raft view when it runs none).
-	ctx = peer.WithIdentity(ctx, id.Identity) // the anonymous viewer asks as nobody
+	ctx = peer.WithIdentity(ctx, id.Identity) // the anonymous viewer asks as anonymousUID
 	var errs []string
 	status, err := d.local.Status(ctx)
 	if err != nil {
@@ -190,45 +194,26 @@ func (d *Daemon) dashSnapshot(ctx context.Context, id WebIdentity, prev *dashSta
 		CommitIndex: status.CommitIndex, AppliedIdx: status.AppliedIdx, Voters: status.Voters,
 		Controllers: status.Controllers, Members: status.Members,
 	}
-	jobs, errJobs := d.local.Jobs(ctx)
+	var jobs dashJobList
+	errJobs := d.local.DashboardJobs(ctx, &jobs) // dashboard_jobs.go: bounded
 	nodes, errNodes := d.local.Nodes(ctx)
 	if errJobs != nil || errNodes != nil {
 		errs = append(errs, "jobs and nodes: "+errors.Join(errJobs, errNodes).Error())
 		if prev != nil {
 			st.Nodes, st.Jobs, st.Topology = prev.Nodes, prev.Jobs, prev.Topology
+			st.Counts, st.Shown = prev.Counts, prev.Shown
 		}
 		st.Error = strings.Join(errs, "; ")
 		return st
 	}
 	st.Error = strings.Join(errs, "; ")
-	st.Jobs = dashJobs(jobs, cfg.Topology)
-	st.Nodes = dashNodes(nodes.Nodes, jobs, cfg.Topology)
+	st.Jobs, st.Counts, st.Shown = jobs.Jobs, jobs.Counts, jobs.Shown
+	if st.Jobs == nil {
+		st.Jobs = []dashJob{}
+	}
+	st.Nodes = dashNodes(nodes.Nodes, &jobs, cfg.Topology)
 	st.Topology = dashTopology(cfg.Topology, st.Jobs)
 	return st
-}
-
-// dashJobs is the queue: every job not finished, and the newest finished
-// ones (dashFinishedKept), in id order.
-func dashJobs(jobs []api.Job, topo []config.Switch) []dashJob {
-	var live, done []api.Job
-	for _, j := range jobs {
-		if j.State.Final() {
-			done = append(done, j)
-		} else {
-			live = append(live, j)
-		}
-	}
-	sort.Slice(done, func(a, b int) bool { return done[a].EndTime.After(done[b].EndTime) })
-	if len(done) > dashFinishedKept {
-		done = done[:dashFinishedKept]
-	}
-	leaf := leafSwitches(topo)
-	out := make([]dashJob, 0, len(live)+len(done))
-	for _, j := range append(live, done...) {
-		out = append(out, dashJobOf(&j, topo, leaf))
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
-	return out
 }
 
 // dashJobOf is one job's row.
@@ -319,25 +304,10 @@ func commonSwitch(topo []config.Switch, leaf map[string]string, nodes []string) 
 }
 
 // dashNodes is the node grid: the leader's node list (sinfo's), with the
-// jobs, GRES in use and leaf switch of each node.
-func dashNodes(nodes []api.Node, jobs []api.Job, topo []config.Switch) []dashNode {
+// running jobs, GRES in use and leaf switch of each node.
+func dashNodes(nodes []api.Node, jobs *dashJobList, topo []config.Switch) []dashNode {
 	leaf := leafSwitches(topo)
-	onNode := map[string][]uint64{}
-	gres := map[string]map[string]int{}
-	for _, j := range jobs {
-		if j.State != api.StateRunning && j.State != api.StateCompleting {
-			continue
-		}
-		for _, a := range j.Alloc {
-			onNode[a.Node] = append(onNode[a.Node], j.ID)
-			for _, g := range a.Gres {
-				if gres[a.Node] == nil {
-					gres[a.Node] = map[string]int{}
-				}
-				gres[a.Node][g.Name] += len(g.Indices)
-			}
-		}
-	}
+	onNode, gres := jobs.OnNode, jobs.GresUsed
 	out := make([]dashNode, 0, len(nodes))
 	for _, n := range nodes {
 		base, noResp := nodeStateCompact(n)
@@ -349,7 +319,6 @@ func dashNodes(nodes []api.Node, jobs []api.Job, topo []config.Switch) []dashNod
 		if noResp {
 			dn.State += "*"
 		}
-		slices.Sort(dn.Jobs)
 		if dn.Jobs == nil {
 			dn.Jobs = []uint64{}
 		}
@@ -426,18 +395,23 @@ func dashTopology(topo []config.Switch, jobs []dashJob) []dashSwitch {
 }
 
 // dashJobDetail answers a job's detail: its row, its batch script when the
-// viewer may read it, and its accounting rows (sacct's, steps included).
+// viewer may read it, its accounting rows (sacct's, steps included) and
+// where its output is (the page asks for the output's tail on its own).
 type dashJobDetail struct {
 	Job dashJob `json:"job"`
 	// Script is the batch script, for its owner, root and operators
 	// only (scontrol write batch_script's rule); ScriptNote says why
 	// there is none.
-	Script     string        `json:"script,omitempty"`
-	ScriptNote string        `json:"script_note,omitempty"`
-	Acct       []api.AcctRow `json:"acct"`
-	// Output says where the job's standard output is: the live tail of
-	// that file is not served (it is on the batch host).
+	Script     string `json:"script,omitempty"`
+	ScriptNote string `json:"script_note,omitempty"`
+	// Acct are the job's sacct rows, its steps' included, in sacct's
+	// fields (dashboard_acct.go).
+	Acct []dashAcct `json:"acct"`
+	// Output and Error say where the job's standard output and error
+	// are (node:path; Error only when it is another file); their live
+	// tail is /hpc/dashboard/job/output's, for whoever may read them.
 	Output string `json:"output,omitempty"`
+	Error  string `json:"error_file,omitempty"`
 }
 
 // handleDashJob answers GET /hpc/dashboard/job?id=N.
@@ -465,19 +439,17 @@ func (d *Daemon) handleDashJob(w http.ResponseWriter, r *http.Request) {
 	cfg := d.conf()
 	out := dashJobDetail{Job: dashJobOf(j, cfg.Topology, leafSwitches(cfg.Topology))}
 	out.ScriptNote = d.dashScript(ctx, id, j, &out.Script)
-	if out.Acct, err = d.local.Acct(ctx, api.AcctQuery{JobIDs: []uint64{jid}, AllUsers: true}); err != nil {
+	rows, err := d.local.Acct(ctx, api.AcctQuery{JobIDs: []uint64{jid}, AllUsers: true})
+	if err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	for i := range out.Acct {
-		// The script is the script route's to give, to whom it may.
-		out.Acct[i].Script, out.Acct[i].Env = nil, nil
-	}
-	if out.Acct == nil {
-		out.Acct = []api.AcctRow{}
-	}
+	out.Acct = dashAcctRows(rows, time.Now()) // never the script or environment rows may carry
 	if j.StdOut != "" && j.BatchHost != "" {
 		out.Output = fmt.Sprintf("%s:%s", j.BatchHost, j.StdOut)
+		if j.StdErr != "" && j.StdErr != j.StdOut {
+			out.Error = fmt.Sprintf("%s:%s", j.BatchHost, j.StdErr)
+		}
 	}
 	peer.WriteJSON(w, out)
 }
@@ -485,7 +457,8 @@ func (d *Daemon) handleDashJob(w http.ResponseWriter, r *http.Request) {
 // dashScript puts job j's batch script into *script for a viewer who may
 // read it (scontrol write batch_script's route and rule: its owner, root,
 // operators) and otherwise says why not. An anonymous viewer never gets
-// one, even for a job of the user it is shown data as.
+// one: it is not asked for (the leader would refuse it too, as the
+// anonymous uid owns nothing).
 func (d *Daemon) dashScript(ctx context.Context, id WebIdentity, j *api.Job, script *string) string {
 	if id.Anonymous {
 		return "the batch script is shown to its owner (sign in with a token from scontrol token)"

@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/user"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,4 +316,186 @@ func TestDashHub(t *testing.T) {
 		defer h.mu.Unlock()
 		return len(h.feeds) == 0 && h.streams == 0, fmt.Sprintf("%d feeds, %d streams", len(h.feeds), h.streams)
 	})
+}
+
+// TestDashboardAnonymousPrivateData: under PrivateData=jobs the anonymous
+// viewer, who asks as a uid no account has, sees none of nobody's jobs
+// (the labs' submitter): no row, no detail, no output, no accounting
+// row; nobody, signed in, sees its own.
+func TestDashboardAnonymousPrivateData(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("submits as nobody: needs root")
+	}
+	d, cl := startOneConf(t, "PrivateData=jobs\n", func(*Options) {})
+	ctx := context.Background()
+	for p := d.o.Dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755)
+	}
+	privacyUsers(t, d)
+	acctmgr(t, d, api.AcctmgrRequest{Action: "add", Entity: "user", Names: []string{"nobody"}, Accounts: []string{"physics"}})
+	dir, err := os.MkdirTemp("", "dashpriv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	jid, msg := submitAs(t, d, nobodyID, api.JobSpec{Name: "nobodys", Script: "#!/bin/sh\necho nobodys-line\nsleep 300\n", WorkDir: dir})
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	waitJob(t, cl, jid, api.StateRunning)
+
+	v := d.viewer(anonymous.Identity)
+	if j := (&api.Job{UID: anonymousUID}); v.owns(j) || v.listed(j) || v.whole(j) || v.operator {
+		t.Errorf("the anonymous viewer owns a job of its own uid: %+v", v)
+	}
+	if uid := v.acctUID(true); uid == nil || *uid != anonymousUID {
+		t.Errorf("the anonymous viewer's sacct rows are not limited to its own: %v", uid)
+	}
+	var rows api.AcctResponse
+	if code, body := askAs(t, d, anonymous.Identity, d.handleAcct, http.MethodGet, "/api/acct?all=1", nil, &rows); code != http.StatusOK || len(rows.Rows) != 0 {
+		t.Errorf("sacct -a as the anonymous viewer: %d %s", code, body)
+	}
+
+	_, _, body := dashGet(t, d, "/hpc/dashboard/state", nil)
+	var st dashState
+	if err := json.Unmarshal(body, &st); err != nil || len(st.Jobs) != 0 || st.Counts != (dashJobCounts{}) || len(st.Nodes) != 1 || len(st.Nodes[0].Jobs) != 0 || st.Viewer.User != "(anonymous)" {
+		t.Errorf("the anonymous snapshot: %v %s", err, body)
+	}
+	for _, path := range []string{"/hpc/dashboard/job?id=" + itoa(jid), "/hpc/dashboard/job/output?id=" + itoa(jid)} {
+		code, _, body := dashGet(t, d, path, nil)
+		if code == http.StatusOK || strings.Contains(string(body), "nobodys") {
+			t.Errorf("anonymous %s: %d %s", path, code, body)
+		}
+	}
+
+	tok, err := cl.Token(ctx, api.TokenRequest{User: "nobody", Lifespan: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := map[string]string{"Cookie": tokenCookie + "=" + tok}
+	_, _, body = dashGet(t, d, "/hpc/dashboard/state", nobody)
+	st = dashState{}
+	if json.Unmarshal(body, &st); len(st.Jobs) != 1 || st.Jobs[0].ID != jid || st.Counts.Running != 1 {
+		t.Errorf("nobody's snapshot: %s", body)
+	}
+	var det dashJobDetail
+	_, _, body = dashGet(t, d, "/hpc/dashboard/job?id="+itoa(jid), nobody)
+	if json.Unmarshal(body, &det); !strings.Contains(det.Script, "nobodys-line") || len(det.Acct) == 0 || det.Acct[0].JobID != itoa(jid) || det.Acct[0].State != "RUNNING" {
+		t.Errorf("nobody's detail: %s", body)
+	}
+	if _, err := cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{jid}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDashJobsBounded: the dashboard's job list carries the first
+// dashPendingKept pending jobs in squeue's order and counts the rest; the
+// node grid still has every running job.
+func TestDashJobsBounded(t *testing.T) {
+	d, cl := startOne(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	run, err := cl.Submit(ctx, api.JobSpec{Name: "run", Script: "#!/bin/sh\nsleep 300\n", WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, cl, run, api.StateRunning)
+	first, err := cl.Submit(ctx, api.JobSpec{Name: "held", Script: "#!/bin/sh\ntrue\n", WorkDir: dir, Array: "0-299", Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list dashJobList
+	if code, body := askAs(t, d, rootID, d.handleDashJobs, http.MethodGet, "/api/dashboard/jobs", nil, &list); code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	if list.Counts != (dashJobCounts{Running: 1, Pending: 300}) || list.Shown != (dashJobCounts{Running: 1, Pending: dashPendingKept}) || len(list.Jobs) != 1+dashPendingKept {
+		t.Fatalf("counts %+v, shown %+v, %d rows", list.Counts, list.Shown, len(list.Jobs))
+	}
+	// Equal priorities (held): the lowest ids, in id order after the
+	// running job.
+	for i, j := range list.Jobs[1:] {
+		if j.ID != first+uint64(i) || j.State != string(api.StatePending) || j.Display != fmt.Sprintf("%d_%d", first, i) {
+			t.Fatalf("row %d: %+v", i+1, j)
+		}
+	}
+	if list.Jobs[0].ID != run || !slices.Equal(list.OnNode["node1"], []uint64{run}) {
+		t.Errorf("the running job: %+v, on node1 %v", list.Jobs[0], list.OnNode)
+	}
+	cl.Cancel(ctx, api.CancelRequest{JobIDs: []uint64{run, first}})
+}
+
+// TestFirstK: firstK keeps what a full sort's first k are.
+func TestFirstK(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 5, 199, 200, 201, 1000} {
+		for _, k := range []int{0, 1, 7, 200} {
+			s := make([]int, n)
+			for i := range s {
+				s[i] = r.IntN(300)
+			}
+			want := slices.Clone(s)
+			slices.Sort(want)
+			want = want[:min(k, n)]
+			if got := firstK(slices.Clone(s), k, func(a, b int) bool { return a < b }); !slices.Equal(got, want) {
+				t.Errorf("n %d k %d: %v, want %v", n, k, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkDashJobs compares the dashboard's bounded job list with the
+// whole list (squeue's) on a queue of 10,000 pending jobs: time per answer
+// and bytes per answer (answer-B).
+func BenchmarkDashJobs(b *testing.B) {
+	d, cl := startOneConf(b, "MaxJobCount=20000\n", func(*Options) {})
+	ctx := context.Background()
+	dir := b.TempDir()
+	for range 10 {
+		if _, err := cl.Submit(ctx, api.JobSpec{Name: "held", Script: "#!/bin/sh\ntrue\n", WorkDir: dir, Array: "0-999", Hold: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name, path string
+		h          handler
+	}{
+		{"dashboard", "/api/dashboard/jobs", d.handleDashJobs},
+		{"whole-list", "/api/jobs", d.handleJobs},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				code, body := askAs(b, d, rootID, c.h, http.MethodGet, c.path, nil, nil)
+				if code != http.StatusOK {
+					b.Fatalf("%d %.200s", code, body)
+				}
+				size = len(body)
+			}
+			b.ReportMetric(float64(size), "answer-B")
+		})
+	}
+}
+
+// TestDashAcctRows: the detail's accounting rows as sacct prints them.
+func TestDashAcctRows(t *testing.T) {
+	start := time.Date(2026, 12, 2, 4, 0, 0, 0, time.Local)
+	by := uint32(0)
+	rows := dashAcctRows([]api.AcctRow{
+		{JobID: 12, JobName: "sim", Partition: "debug", Account: "physics", AllocCPUs: 4, State: "CANCELLED", Signal: 15,
+			CancelledBy: &by, Start: start, End: start.Add(26*time.Hour + 3*time.Minute + 7*time.Second), NodeList: "node[1-2]", ReqMemMB: 4000},
+		{JobID: 12, Step: "batch", JobName: "batch", AllocCPUs: 4, State: "RUNNING", Start: start,
+			Usage: &api.StepUsage{MaxRSSKB: 2048, UserCPU: 1500 * time.Millisecond, SystemCPU: 250 * time.Millisecond}},
+		{JobID: 13, State: "PENDING"},
+	}, start.Add(90*time.Second))
+	want := []dashAcct{
+		{JobID: "12", JobName: "sim", Partition: "debug", Account: "physics", AllocCPUS: "4", State: "CANCELLED by 0", ExitCode: "0:15",
+			Elapsed: "1-02:03:07", Start: "2026-12-02T04:00:00", End: "2026-12-03T06:03:07", NodeList: "node[1-2]", ReqMem: "4000M"},
+		{JobID: "12.batch", JobName: "batch", AllocCPUS: "4", State: "RUNNING", ExitCode: "0:0", Elapsed: "00:01:30",
+			Start: "2026-12-02T04:00:00", End: "Unknown", MaxRSS: "2048K", TotalCPU: "00:01.750", Since: start},
+		{JobID: "13", AllocCPUS: "0", State: "PENDING", ExitCode: "0:0", Elapsed: "00:00:00", Start: "Unknown", End: "Unknown"},
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("got  %+v\nwant %+v", rows, want)
+	}
 }

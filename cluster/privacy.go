@@ -26,6 +26,10 @@ import (
 //   - With PrivateData=usage, sshare and sreport show an ordinary user
 //     only their own associations' rows.
 //
+// The dashboard's anonymous viewer asks as anonymousUID (web.go), a uid
+// no account has: it owns nothing, is no operator, and so sees what any
+// other user sees, never a script, an environment or an output.
+//
 // Acting on a job (scancel, scontrol hold/update, srun --jobid, salloc's
 // release) is the owner's or root's: callersJob and the handlers' checks.
 
@@ -50,14 +54,21 @@ func (d *Daemon) viewer(id peer.Identity) jobViewer {
 func (d *Daemon) viewerIn(st *fsm.State, id peer.Identity) jobViewer {
 	return jobViewer{
 		id:           id,
-		operator:     id.Node || id.UID == 0 || st.Acct.IsOperator(id.UID, id.User),
+		operator:     id.Node || id.UID == 0 || (id.UID != anonymousUID && st.Acct.IsOperator(id.UID, id.User)),
 		privateJobs:  d.conf().PrivateData.Jobs,
 		privateUsage: d.conf().PrivateData.Usage,
 	}
 }
 
-// owns reports whether the job is the caller's.
-func (v jobViewer) owns(j *api.Job) bool { return !v.id.Node && j.UID == v.id.UID }
+// owns reports whether the job is the caller's. The anonymous viewer
+// owns none, whatever a job's uid.
+func (v jobViewer) owns(j *api.Job) bool {
+	return !v.id.Node && !v.anonymous() && j.UID == v.id.UID
+}
+
+// anonymous reports whether the caller is the dashboard's anonymous
+// viewer (web.go's anonymousUID).
+func (v jobViewer) anonymous() bool { return !v.id.Node && v.id.UID == anonymousUID }
 
 // listed reports whether the caller sees the job at all.
 func (v jobViewer) listed(j *api.Job) bool {

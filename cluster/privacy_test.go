@@ -50,7 +50,7 @@ func askAs(t testing.TB, d *Daemon, id peer.Identity, h handler, method, path st
 }
 
 // acctmgr makes a sacctmgr change as root.
-func acctmgr(t *testing.T, d *Daemon, req api.AcctmgrRequest) {
+func acctmgr(t testing.TB, d *Daemon, req api.AcctmgrRequest) {
 	t.Helper()
 	if code, body := serveAs(d, rootID, http.MethodPost, "/api/acctmgr", req); code != http.StatusOK {
 		t.Fatalf("sacctmgr %+v: %d %s", req, code, body)
@@ -317,7 +317,7 @@ func TestAccountingStorageEnforce(t *testing.T) {
 // testUserAssoc gives the user running the tests, if not root, an
 // association, as an administrator would: the lab's config enforces
 // associations, and the tests submit through the socket as that user.
-func testUserAssoc(t *testing.T, d *Daemon) {
+func testUserAssoc(t testing.TB, d *Daemon) {
 	t.Helper()
 	if os.Getuid() == 0 {
 		return

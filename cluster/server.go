@@ -69,7 +69,8 @@ func (d *Daemon) startServers() error {
 	d.registerFileRoutes(mux)
 	d.registerProfileRoutes(mux) // profile.go
 	d.registerControllerRoutes(mux)
-	d.local = localClient(mux) // inprocess.go: the web side asks these routes
+	d.registerDashboardDataRoutes(mux) // dashboard_jobs.go
+	d.local = localClient(mux)         // inprocess.go: the web side asks these routes
 
 	_ = os.Remove(d.o.Socket)
 	ul, err := net.Listen("unix", d.o.Socket)

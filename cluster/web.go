@@ -167,10 +167,19 @@ func withWebIdentity(ctx context.Context, id WebIdentity) context.Context {
 	return context.WithValue(ctx, webIdentityKey{}, id)
 }
 
-// anonymous is the identity an anonymous viewer is shown data as: nobody,
-// who owns no job and is privileged for nothing, so PrivateData hides from
-// it what it hides from any other user.
-var anonymous = WebIdentity{Identity: peer.Identity{UID: 65534, GID: 65534, User: "nobody", Group: "nogroup"}, Anonymous: true}
+// anonymousUID is the uid an anonymous viewer asks as: Slurm's NO_VAL
+// (0xfffffffe), which no account is given (useradd and systemd keep
+// (uid_t)-2 out of use, and Slurm reads it as "no uid"). It is not
+// nobody's 65534: the labs submit jobs as nobody, and under
+// PrivateData=jobs a viewer shown data as nobody would see nobody's jobs
+// as its own.
+const anonymousUID uint32 = 0xfffffffe
+
+// anonymous is the identity an anonymous viewer is shown data as: a user
+// no account has, who owns no job (jobViewer.owns never matches it) and
+// is privileged for nothing, so PrivateData hides from it what it hides
+// from any other user.
+var anonymous = WebIdentity{Identity: peer.Identity{UID: anonymousUID, GID: anonymousUID, User: "(anonymous)", Group: "(anonymous)"}, Anonymous: true}
 
 // Slurm's headers for its JWT scheme; a browser, which cannot set headers
 // on an EventSource, may send the token in the cookie instead.

@@ -35,7 +35,7 @@ func TestWebIdentity(t *testing.T) {
 
 	// No token, from the machine itself: an anonymous viewer, who may
 	// only look.
-	if code, out := whoami(t, d, http.MethodGet, nil); code != http.StatusOK || out["anonymous"] != true || out["user"] != "nobody" {
+	if code, out := whoami(t, d, http.MethodGet, nil); code != http.StatusOK || out["anonymous"] != true || out["user"] != "(anonymous)" || out["uid"] != float64(anonymousUID) {
 		t.Errorf("anonymous: %d %v", code, out)
 	}
 	if code, _ := whoami(t, d, http.MethodPost, nil); code != http.StatusForbidden {

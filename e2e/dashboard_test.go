@@ -181,8 +181,9 @@ func (b *browserT) checkNoErrors(when string) {
 // lab changes: the page loads with no console error; a job appears, runs
 // and finishes; a 2-node job is marked on its switch of the topology; an
 // anonymous action is refused and a user who signed in with scontrol
-// token's token opens a job's detail by keyboard (its script shown to its
-// owner) and cancels the job from the page; the leader's daemon is
+// token's token sees a running job's output grow in its detail, opens a
+// job's detail by keyboard (its script shown to its owner) and cancels
+// the job from the page; the leader's daemon is
 // killed, and the page shows the new leader and the killed node DOWN, then
 // back once hpc up restarts it.
 // The screenshots are written to test-artifacts/dashboard/.
@@ -268,7 +269,7 @@ func TestDashboard(t *testing.T) {
 	b.waitJS(60*time.Second, "a new leader", fmt.Sprintf(`(l => l !== '' && l !== '%s')(document.getElementById('leader').dataset.leader)`, leader))
 	b.waitJS(90*time.Second, leader+" DOWN", fmt.Sprintf(`!!document.querySelector('#node-grid [data-node="%s"][data-state="down"]')`, leader))
 	t.Logf("killed %s; the page shows %s leading", leader, b.eval(`document.getElementById('leader').dataset.leader`))
-	b.screenshot("5-leader-killed")
+	b.screenshot("6-leader-killed")
 
 	// hpc up brings the killed node back (its daemon re-attaches to what
 	// it ran and cleans up); the page shows it responding again.
@@ -307,11 +308,12 @@ func dashActions(t *testing.T, l *labT, b *browserT, work string, id uint64) {
 		chromedp.SendKeys(chromedp.ID("token"), "SLURM_JWT="+tok),
 		chromedp.Click(chromedp.ID("signin-button")))
 	b.waitJS(30*time.Second, "signed in as nobody", `document.body.dataset.viewer === 'nobody'`)
+	dashOutputTail(t, l, b, work)
 	// By keyboard: Enter on the job's button opens its detail.
 	b.do("opening the job's detail", chromedp.Focus(chromedp.CSS(fmt.Sprintf(`#running tr[data-job="%d"] button`, id))), chromedp.KeyEvent("\r"))
 	b.waitJS(30*time.Second, "the job's detail", fmt.Sprintf(`document.getElementById('detail').open && document.getElementById('detail').dataset.job === '%d'`, id))
 	b.waitJS(10*time.Second, "the owner's script", `document.getElementById('detail-script').textContent.includes('sleep 170')`)
-	b.screenshot("4-detail")
+	b.screenshot("5-detail")
 	b.do("cancelling from the page", chromedp.Click(chromedp.CSS(`#detail-actions button[data-action="cancel"]`)))
 	b.waitJS(60*time.Second, fmt.Sprintf("job %d cancelled", id), fmt.Sprintf(`!!document.querySelector('#finished tr[data-job="%d"][data-state="CANCELLED"]')`, id))
 	// Escape closes it, and the focus goes back to the job's button (the
@@ -320,6 +322,28 @@ func dashActions(t *testing.T, l *labT, b *browserT, work string, id uint64) {
 	b.waitJS(10*time.Second, "the detail closed, the focus on the job's button",
 		fmt.Sprintf(`!document.getElementById('detail').open && document.activeElement.dataset.key === 'queue-job-%d'`, id))
 	t.Logf("the page says: %s", b.eval(`document.getElementById('notice').textContent`))
+}
+
+// dashOutputTail checks a job's detail as its owner sees it while the
+// job runs: its accounting row in sacct's fields (Elapsed counting on),
+// and the tail of its output growing, line by line, with no reload.
+func dashOutputTail(t *testing.T, l *labT, b *browserT, work string) {
+	t.Helper()
+	id := l.submit(nobody, work, "-t", "1", "-J", "tail", "--wrap", "for i in $(seq 1 50); do echo tail-line-$i; sleep 1; done")
+	b.waitJS(60*time.Second, fmt.Sprintf("job %d running", id), fmt.Sprintf(`!!document.querySelector('#running tr[data-job="%d"] button')`, id))
+	b.do("opening its detail", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#running tr[data-job="%d"] button`, id))))
+	b.waitJS(30*time.Second, "its output's first lines", `document.getElementById('detail-stdout').textContent.includes('tail-line-2\n')`)
+	lines := `document.getElementById('detail-stdout').textContent.trim().split('\n').length`
+	first := b.eval(`String(` + lines + `)`)
+	b.waitJS(30*time.Second, "three more lines", fmt.Sprintf(`%s >= %s + 3`, lines, first))
+	b.waitJS(10*time.Second, "its sacct row", fmt.Sprintf(`(r => !!r && r.querySelector('[data-field="State"]').textContent === 'RUNNING' && r.querySelector('[data-field="JobName"]').textContent === 'tail' && /^00:00:(0[1-9]|[1-5]\d)$/.test(r.querySelector('[data-field="Elapsed"]').textContent))(document.querySelector('#detail-acct tr[data-acct="%d"]'))`, id))
+	t.Logf("job %d's tail grew from %s lines to %s without a reload", id, first, b.eval(`String(`+lines+`)`))
+	b.screenshot("4-output-tail")
+	b.do("closing its detail", chromedp.KeyEvent(kb.Escape))
+	b.waitJS(10*time.Second, "the detail closed", `!document.getElementById('detail').open`)
+	if out, errs, code := l.run(nobody, work, "cancel", fmt.Sprint(id)); code != 0 {
+		t.Errorf("scancel %d: %d %s %s", id, code, out, errs)
+	}
 }
 
 // dashSwitchOf is the lowest switch of dashTopology holding nodes.

@@ -243,6 +243,7 @@ var labAddrs = map[string]labAddr{
 	"TestLabSnapshotCatchUp":   {101, 34117},
 	"TestLabControllers":       {100, 34017},
 	"TestDashboard":            {105, 34617},
+	"TestLabREST":              {104, 34517},
 	"TestLabMetrics":           {106, 34717},
 	"TestScenarios":            {108, 35017},
 	"TestExportRealSlurm":      {111, 34917},

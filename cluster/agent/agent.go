@@ -127,6 +127,7 @@ func (ag *Agent) Routes(mux *http.ServeMux, node func(http.HandlerFunc) http.Han
 	mux.HandleFunc("POST /internal/file/stat", node(ag.handleFileStat))
 	mux.HandleFunc("POST /internal/file/read", node(ag.handleFileRead))
 	mux.HandleFunc("POST /internal/file/remove", node(ag.handleFileRemove))
+	mux.HandleFunc("POST /internal/job/output", node(ag.handleOutputTail))
 }
 
 // Wait waits for the agent's background work once its context ended.

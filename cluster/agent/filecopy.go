@@ -359,3 +359,70 @@ func (ag *Agent) handleFileRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	peer.WriteJSON(w, struct{}{})
 }
+
+// OutputTail asks for the end of a job's output file on its batch host
+// (POST /internal/job/output): at most Max bytes (api.MaxJobOutputTail
+// when 0 or more), read as the job's owner.
+type OutputTail struct {
+	FileRef
+	Max int `json:"max,omitempty"`
+}
+
+// OutputTailReply is the end of the file: its size and the bytes from
+// Offset to it.
+type OutputTailReply struct {
+	Size   int64  `json:"size"`
+	Offset int64  `json:"offset"`
+	Data   []byte `json:"data"`
+}
+
+// handleOutputTail answers the end of a job's output file, for the
+// dashboard's live tail. The file is opened with the owner's file-system
+// identity, so a path the owner cannot read is refused as it would be to
+// them; a symbolic link as the last component is refused (O_NOFOLLOW),
+// and so is anything but a regular file (a FIFO is opened without
+// waiting for a writer, and then refused).
+func (ag *Agent) handleOutputTail(w http.ResponseWriter, r *http.Request) {
+	var req OutputTail
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		peer.WriteErr(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := checkRef(req.FileRef); err != nil {
+		fileErr(w, err)
+		return
+	}
+	limit := int64(req.Max)
+	if limit <= 0 || limit > api.MaxJobOutputTail {
+		limit = api.MaxJobOutputTail
+	}
+	var out OutputTailReply
+	err := exec.AsUser(req.UID, req.GID, exec.GroupsOrPrimary(req.UID, req.GID), func() error {
+		f, err := os.OpenFile(req.Path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return errors.New("not a regular file")
+		}
+		out.Size = fi.Size()
+		out.Offset = max(0, out.Size-limit)
+		buf := make([]byte, out.Size-out.Offset)
+		n, err := f.ReadAt(buf, out.Offset)
+		if errors.Is(err, io.EOF) {
+			err = nil // it shrank meanwhile (truncated by a requeue)
+		}
+		out.Data = buf[:n]
+		return err
+	})
+	if err != nil {
+		fileErr(w, err)
+		return
+	}
+	peer.WriteJSON(w, out)
+}

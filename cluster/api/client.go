@@ -430,6 +430,25 @@ func (c *Client) JobScript(ctx context.Context, id uint64) (string, error) {
 	return out.Script, err
 }
 
+// JobOutput returns the last max bytes (at most MaxJobOutputTail; 0:
+// that many) of a job's standard output or error ("stdout", "stderr").
+func (c *Client) JobOutput(ctx context.Context, id uint64, stream string, max int) (*JobOutput, error) {
+	var out JobOutput
+	v := url.Values{"job": {strconv.FormatUint(id, 10)}, "stream": {stream}}
+	if max > 0 {
+		v.Set("max", strconv.Itoa(max))
+	}
+	err := c.do(ctx, http.MethodGet, "/api/job/output?"+v.Encode(), nil, &out)
+	return &out, err
+}
+
+// DashboardJobs fetches the dashboard's bounded share of the job list
+// (GET /api/dashboard/jobs), decoded into out: its shape is the
+// dashboard's own (cluster/dashboard.go).
+func (c *Client) DashboardJobs(ctx context.Context, out any) error {
+	return c.do(ctx, http.MethodGet, "/api/dashboard/jobs", nil, out)
+}
+
 // longPoll repeats a long-poll GET until done says the answer (decoded
 // into what fresh returns) is the one waited for. While the leader is
 // changing it tries again every half second; other errors end it.

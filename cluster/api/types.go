@@ -249,6 +249,29 @@ type JobScript struct {
 	Script string `json:"script"`
 }
 
+// JobOutput answers GET /api/job/output?job=N&stream=stdout|stderr: the
+// tail of a job's standard output or error file, read on its batch host
+// as the job's owner (the dashboard's live tail). Only the job's owner,
+// root, SlurmUser and operators get it, as the batch script.
+type JobOutput struct {
+	JobID  uint64 `json:"job_id"`
+	Stream string `json:"stream"` // "stdout" or "stderr"
+	Node   string `json:"node,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Size is the file's size; Data is its bytes from Offset to Size (at
+	// most MaxJobOutputTail of them, from the first whole line when the
+	// tail starts inside the file), invalid UTF-8 replaced.
+	Size   int64  `json:"size"`
+	Offset int64  `json:"offset"`
+	Data   string `json:"data"`
+	// Note says why there is no file to read: the job has not started, or
+	// it is an allocation (salloc, srun) whose output goes to its client.
+	Note string `json:"note,omitempty"`
+}
+
+// MaxJobOutputTail is the most of a job's output one JobOutput carries.
+const MaxJobOutputTail = 64 << 10
+
 // Slurm's answers to a request for a job's batch script it will not give.
 const (
 	// ErrUserIDMissing (ESLURM_USER_ID_MISSING): the job is another

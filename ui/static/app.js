@@ -17,6 +17,12 @@
   let reconnectTimer = null;
   let detailJob = 0;
   let detailKey = '';
+  // The detail's job as last drawn (its state and whether its standard
+  // error is a file of its own), and whether its output was read after
+  // it ended: then the tail is not asked for again.
+  let detailShown = null;
+  let outputFinal = false;
+  let outputBusy = false;
 
   // h makes an element: attrs sets attributes (text: its text, on*: a
   // listener), kids are elements or strings (set as text).
@@ -224,6 +230,9 @@
       else if (j.state === 'RUNNING' || j.state === 'COMPLETING') running.push(j);
       else finished.push(j);
     }
+    caption('cap-running', 'Running', st, 'running', 'lowest job ids');
+    caption('cap-pending', 'Pending', st, 'pending', 'first by priority');
+    caption('cap-finished', 'Recently finished', st, 'finished', 'newest');
     const row = (j, ...cells) => h('tr', { 'data-job': j.id, 'data-state': j.state },
       h('td', {}, h('button', { type: 'button', class: 'job', 'data-key': 'queue-job-' + j.id, 'data-open-job': j.id, 'aria-label': 'Job ' + j.display + ': details', text: j.display })), ...cells);
     fill($('running').tBodies[0], running.map((j) => row(j,
@@ -245,6 +254,16 @@
       h('td', { text: j.exit_code }),
       h('td', { text: j.start ? duration((ms(j.end) - ms(j.start)) / 1000) : '0:00' }),
       h('td', { text: stamp(j.end) }), h('td', { text: j.nodelist || '' }))), 8, 'No job has finished lately');
+  }
+
+  // caption says how many jobs of a section there are when the snapshot
+  // carries only some of them (a long queue: the server keeps a few
+  // hundred).
+  function caption(id, title, st, kind, which) {
+    const all = st.counts ? st.counts[kind] : 0, shown = st.shown ? st.shown[kind] : 0;
+    const el = $(id);
+    el.textContent = all > shown ? title + ' (' + all + '; the ' + shown + ' ' + which + ' shown)' : title;
+    el.dataset.total = all;
   }
 
   function renderTopology(st) {
@@ -329,10 +348,21 @@
     $('timeline-lanes').replaceChildren(...lanes, h('div', { class: 'axis' }, h('span'), ticks));
   }
 
+  // sacct's Elapsed: [D-]HH:MM:SS.
+  function sacctElapsed(sec) {
+    sec = Math.max(0, Math.floor(sec));
+    const d = Math.floor(sec / 86400);
+    const hms = pad(Math.floor(sec % 86400 / 3600)) + ':' + pad(Math.floor(sec % 3600 / 60)) + ':' + pad(sec % 60);
+    return d > 0 ? d + '-' + hms : hms;
+  }
+
   // The elapsed times count on between snapshots.
   function tick() {
     for (const el of document.querySelectorAll('[data-since]')) {
       el.textContent = duration((now() - ms(el.dataset.since)) / 1000);
+    }
+    for (const el of document.querySelectorAll('[data-acct-since]')) {
+      el.textContent = sacctElapsed((now() - ms(el.dataset.acctSince)) / 1000);
     }
     renderTimeline();
   }
@@ -348,9 +378,65 @@
     opener = a && a.dataset ? a.dataset.key || '' : '';
     detailJob = Number(id);
     detailKey = '';
+    detailShown = null;
+    outputFinal = false;
+    for (const x of ['detail-stdout', 'detail-stderr', 'detail-stderr-head']) $(x).hidden = true;
+    $('detail-stdout').textContent = '';
+    $('detail-stderr').textContent = '';
+    $('detail-output-note').textContent = '';
     const dlg = $('detail');
     if (!dlg.open) dlg.showModal();
     renderDetail();
+    pollOutput();
+  }
+
+  const finalStates = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'OUT_OF_MEMORY', 'NODE_FAIL', 'PREEMPTED'];
+
+  // pollOutput reads the tail of the open detail's job's output (every
+  // second while the detail is open, until it was read once after the
+  // job ended). The anonymous viewer is not shown any.
+  function pollOutput() {
+    if (!detailJob || !detailShown || outputBusy || outputFinal) return;
+    if (!state || state.viewer.anonymous) {
+      $('detail-output-note').textContent = 'Its tail is shown to the job\'s owner: sign in with a token from scontrol token.';
+      return;
+    }
+    const job = detailJob, ended = finalStates.includes(detailShown.state);
+    const streams = detailShown.stderr ? ['stdout', 'stderr'] : ['stdout'];
+    outputBusy = true;
+    Promise.all(streams.map((s) => fetch('/hpc/dashboard/job/output?id=' + job + '&stream=' + s, { credentials: 'same-origin' })
+      .then((r) => r.json().then((body) => ({ ok: r.ok, body })))))
+      .then((answers) => {
+        if (job !== detailJob) return;
+        answers.forEach((a, i) => drawTail(streams[i], a.ok, a.body));
+        if (ended) outputFinal = true;
+      })
+      .catch((e) => { $('detail-output-note').textContent = 'Output: ' + e; })
+      .finally(() => { outputBusy = false; });
+  }
+
+  // drawTail shows one stream's tail, kept scrolled to its end if it was.
+  function drawTail(stream, ok, t) {
+    const pre = $(stream === 'stdout' ? 'detail-stdout' : 'detail-stderr');
+    if (!ok) {
+      $('detail-output-note').textContent = 'Output: ' + (t.error || 'unknown') + (t.detail ? ' (' + t.detail + ')' : '');
+      return;
+    }
+    if (t.note) {
+      $('detail-output-note').textContent = t.note;
+      return;
+    }
+    if (stream === 'stdout') {
+      $('detail-output-note').textContent = t.offset > 0
+        ? 'The last ' + Math.round((t.size - t.offset) / 1024) + ' KiB of ' + Math.round(t.size / 1024) + ' KiB' + (outputFinal ? '' : ', as it grows')
+        : (t.size ? t.size + ' bytes' : 'Nothing written yet');
+    }
+    if (stream === 'stderr') $('detail-stderr-head').hidden = false;
+    const atEnd = pre.hidden || pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.hidden = false;
+    if (pre.textContent !== t.data) pre.textContent = t.data;
+    pre.dataset.size = t.size;
+    if (atEnd) pre.scrollTop = pre.scrollHeight;
   }
 
   function renderDetail() {
@@ -379,6 +465,9 @@
     $('detail-title').textContent = 'Job ' + j.display + (j.name ? ' (' + j.name + ')' : '');
     $('detail').dataset.job = j.id;
     $('detail').dataset.state = j.state;
+    const first = !detailShown;
+    detailShown = { state: j.state, stderr: !!d.error_file };
+    if (first) pollOutput();
     $('detail-fields').replaceChildren(
       field('State', j.state), field('Reason', j.reason || 'None'), field('User', j.user),
       field('Account', j.account), field('Partition', j.partition), field('Priority', j.priority),
@@ -388,13 +477,11 @@
     fill($('detail-steps').tBodies[0], (j.steps || []).map((s) => h('tr', {},
       h('td', { text: s.id }), h('td', { text: s.name }), h('td', { text: s.state }), h('td', { text: s.nodes }),
       h('td', { text: s.tasks }), h('td', { text: stamp(s.start) }), h('td', { text: stamp(s.end) }))), 7, 'No srun step');
-    fill($('detail-acct').tBodies[0], d.acct.map((r) => h('tr', {},
-      h('td', { text: r.job_id + (r.step ? '.' + r.step : '') }), h('td', { text: r.state }),
-      h('td', { text: (r.exit_code || 0) + ':' + (r.signal || 0) }), h('td', { text: r.alloc_cpus }),
-      h('td', { text: r.node_list || '' }), h('td', { text: stamp(r.start) }), h('td', { text: stamp(r.end) }),
-      h('td', { text: r.usage && r.usage.max_rss_kb ? r.usage.max_rss_kb + 'K' : '' }))), 8, 'No accounting record yet');
+    const acctCols = ['JobID', 'JobName', 'Partition', 'Account', 'AllocCPUS', 'State', 'ExitCode', 'Elapsed', 'Start', 'End', 'NodeList', 'MaxRSS', 'ReqMem', 'TotalCPU'];
+    fill($('detail-acct').tBodies[0], d.acct.map((r) => h('tr', { 'data-acct': r.JobID },
+      ...acctCols.map((c) => h('td', { 'data-field': c, 'data-acct-since': c === 'Elapsed' ? r.since : null, text: r[c] })))), acctCols.length, 'No accounting record yet');
     $('detail-output').textContent = d.output
-      ? 'Standard output: ' + d.output + ' (on the batch host; the dashboard does not show its tail)'
+      ? 'Standard output: ' + d.output + (d.error_file ? '; standard error: ' + d.error_file : '')
       : 'No output file yet.';
     $('detail-script-note').textContent = d.script_note || '';
     $('detail-script').hidden = !d.script;
@@ -464,6 +551,7 @@
     $('detail').addEventListener('close', () => {
       detailJob = 0;
       detailKey = '';
+      detailShown = null;
       const back = opener && document.querySelector('[data-key="' + CSS.escape(opener) + '"]');
       if (back) back.focus();
     });
@@ -480,4 +568,5 @@
   wire();
   connect();
   setInterval(tick, 1000);
+  setInterval(pollOutput, 1000);
 })();
