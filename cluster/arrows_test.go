@@ -38,9 +38,10 @@ var allowedImports = map[string][]string{
 		"hpc/sched", "hpc/ui"},
 	"hpc/commands/format": {"hpc/cluster/api", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/openapi"},
 	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
-		"hpc/cluster/openapi", "hpc/commands/format", "hpc/internal/words"},
+		"hpc/cluster/openapi", "hpc/commands/format", "hpc/internal/netns", "hpc/internal/words"},
 	"hpc/internal/testrootfs": {},
-	"hpc/internal/faultnet":   {},
+	"hpc/internal/faultnet":   {"hpc/internal/netns"},
+	"hpc/internal/netns":      {},
 	"hpc/ui":                  {},
 	"hpc/e2e":                 {},
 	// A bench tool: the API client, as any scripted client would use it.

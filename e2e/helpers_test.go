@@ -244,6 +244,7 @@ var labAddrs = map[string]labAddr{
 	"TestLabControllers":       {100, 34017},
 	"TestDashboard":            {105, 34617},
 	"TestLabMetrics":           {106, 34717},
+	"TestLabNetns":             {109, 35117}, // the loopback lab it falls back to without root
 	"scripts/arm64.sh":         {102, 34217}, // its one-node smoke lab; no test of this name
 	// Not a test: the hpc lab of scripts/bench/side-by-side.sh.
 	"scripts/bench/side-by-side.sh": {103, 34317},
