@@ -51,6 +51,11 @@ func TestLabNetns(t *testing.T) {
 		if err := netns.Remove(netnsLabTag(l.dir)); err != nil {
 			t.Error(err)
 		}
+		for _, n := range hosts {
+			if b, _ := os.ReadFile(filepath.Join(l.dir, n, "hpc.log")); os.Getenv(labRaceEnv) != "" && strings.Contains(string(b), "WARNING: DATA RACE") {
+				t.Errorf("%s's daemon found a data race", n)
+			}
+		}
 		if t.Failed() {
 			for _, n := range hosts {
 				b, _ := os.ReadFile(filepath.Join(l.dir, n, "hpc.log"))
