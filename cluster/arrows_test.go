@@ -39,12 +39,13 @@ var allowedImports = map[string][]string{
 	"hpc/commands/format": {"hpc/cluster/api", "hpc/cluster/hostlist", "hpc/cluster/jobspec", "hpc/cluster/openapi"},
 	"hpc/cluster/export":  {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist"},
 	"hpc/commands": {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/export", "hpc/cluster/hostlist", "hpc/cluster/jobspec",
-		"hpc/cluster/openapi", "hpc/commands/format", "hpc/commands/scenario", "hpc/internal/words"},
+		"hpc/cluster/openapi", "hpc/commands/format", "hpc/commands/scenario", "hpc/internal/netns", "hpc/internal/words"},
 	// The teaching scenarios drive a lab as its users do: the API client,
 	// sbatch's option parser, the config and hostlists it reads.
 	"hpc/commands/scenario":   {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec"},
 	"hpc/internal/testrootfs": {},
-	"hpc/internal/faultnet":   {},
+	"hpc/internal/faultnet":   {"hpc/internal/netns"},
+	"hpc/internal/netns":      {},
 	"hpc/ui":                  {},
 	"hpc/e2e":                 {},
 	// A bench tool: the API client, as any scripted client would use it.

@@ -95,6 +95,11 @@ func (d *Daemon) handleControllerChange(w http.ResponseWriter, r *http.Request, 
 		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: api.ErrInvalidNodeName, Detail: req.Node})
 		return
 	}
+	if d.cfg.IsSubmitHost(req.Node) {
+		// A login node is where users are: it holds no cluster state.
+		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: req.Node + " is a submit host (HpcSubmitHost): it runs no controller"})
+		return
+	}
 	if req.Action != "add" && req.Action != "remove" {
 		peer.WriteErr(w, http.StatusBadRequest, &api.Error{Message: "unknown controller action " + strconv.Quote(req.Action) + ": add or remove"})
 		return

@@ -352,3 +352,53 @@ func TestRoleFile(t *testing.T) {
 		}
 	}
 }
+
+// An HpcSubmitHost (a login node) runs neither jobs nor Raft: its daemon
+// answers the commands run there by forwarding them to the controllers,
+// it is in no node list, no job runs there, it takes no agent's work, and
+// it cannot be made a controller.
+func TestSubmitHost(t *testing.T) {
+	l := newCtlLab(t, twoNodeConf+"HpcSubmitHost=login1(NET.20)\n")
+	ctl := l.start("ctl1")
+	l.start("node1")
+	l.start("node2")
+	login := l.start("login1")
+	st := l.status("login1", map[string]string{"ctl1": api.RoleLeader})
+	if st.Leader != "ctl1" || st.ExecMode != noStepsSubmit || !strings.HasPrefix(st.RaftState, "Submit host") {
+		t.Errorf("login1's status: leader %q, steps %q, state %q", st.Leader, st.ExecMode, st.RaftState)
+	}
+	if login.Daemon().raft != nil {
+		t.Error("a submit host runs Raft")
+	}
+	cl := l.client("login1")
+	waitUntil(t, 30*time.Second, "node1 and node2 idle through login1", func() (bool, string) {
+		resp, err := cl.Nodes(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, n := range resp.Nodes {
+			if n.State == api.NodeIdle {
+				names = append(names, n.Name)
+			}
+		}
+		return slices.Equal(names, []string{"node1", "node2"}), fmt.Sprint(resp.Nodes)
+	})
+	testUserAssoc(t, ctl.Daemon())
+	id, err := cl.Submit(context.Background(), api.JobSpec{Script: "#!/bin/sh\ntrue\n", WorkDir: t.TempDir(), Nodes: 2, SubmitHost: "login1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, cl, id, api.StateCompleted)
+	if j.Spec.SubmitHost != "login1" || slices.ContainsFunc(j.Alloc, func(a api.NodeAlloc) bool { return a.Node == "login1" }) {
+		t.Errorf("job submitted from login1: submit host %q, ran on %+v", j.Spec.SubmitHost, j.Alloc)
+	}
+	var out struct{}
+	err = ctl.Daemon().peers.CallNode(context.Background(), ctl.Daemon().apiAddr("login1"), "/internal/launch", struct{}{}, &out)
+	if err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a launch sent to the submit host: %v", err)
+	}
+	if code, body := l.change("ctl1", "add", "login1"); code != http.StatusBadRequest || !strings.Contains(body, "submit host") {
+		t.Errorf("controller add login1: %d %s", code, body)
+	}
+}

@@ -160,7 +160,9 @@ func Start(o Options) (*Daemon, error) {
 	if self == nil {
 		// A SlurmctldHost without a NodeName line runs a controller only:
 		// Raft, gossip and the API, and never jobs (it is not in
-		// cfg.Nodes, so neither the scheduler nor sinfo sees it).
+		// cfg.Nodes, so neither the scheduler nor sinfo sees it). An
+		// HpcSubmitHost (a login node) runs gossip and the API only: the
+		// commands run there reach the controllers through it.
 		addr, ok := cfg.HostAddr(o.Name)
 		if !ok {
 			return nil, fmt.Errorf("node %q is not in the config (NodeName or SlurmctldHost lines)", o.Name)
@@ -203,9 +205,9 @@ func Start(o Options) (*Daemon, error) {
 	}
 	d.creds, d.peers = creds, peer.NewCaller(o.Key, cfg, creds)
 
-	// A controller-only host runs no steps: no containers to prepare (the
-	// executor is there for the daemon's wiring only).
-	ex, err := exec.New(exec.Options{StateDir: filepath.Join(o.Dir, "exec"), NodeName: o.Name, ForcePlain: o.ForcePlain || cfg.ControllerOnly(o.Name), Logger: d.log})
+	// A controller-only or submit host runs no steps: no containers to
+	// prepare (the executor is there for the daemon's wiring only).
+	ex, err := exec.New(exec.Options{StateDir: filepath.Join(o.Dir, "exec"), NodeName: o.Name, ForcePlain: o.ForcePlain || !d.runsJobs(), Logger: d.log})
 	if err != nil {
 		return nil, fmt.Errorf("start executor: %w", err)
 	}
@@ -226,8 +228,9 @@ func Start(o Options) (*Daemon, error) {
 	}
 	d.agent = agent.New(agent.Options{Name: o.Name, Config: cfg, ConfigPath: d.confPath(), Dir: o.Dir, Socket: o.Socket, Exec: ex, Peers: d.peers, Log: d.log, Ctx: ctx,
 		OnLaunch: d.metrics.launched})
-	if !cfg.ControllerOnly(o.Name) {
-		// A controller-only host never runs jobs: nothing to re-attach.
+	if d.runsJobs() {
+		// A controller-only or submit host never runs jobs: nothing to
+		// re-attach, nothing to register.
 		d.agent.Reattach()
 	}
 	if err := d.startServers(); err != nil {
@@ -452,14 +455,25 @@ func (d *Daemon) startGossip() error {
 
 // execMode is how this node runs steps, as status shows it.
 func (d *Daemon) execMode() string {
-	if d.cfg.ControllerOnly(d.o.Name) {
+	switch {
+	case d.cfg.ControllerOnly(d.o.Name):
 		return noSteps
+	case d.cfg.IsSubmitHost(d.o.Name):
+		return noStepsSubmit
 	}
 	return d.exec.Mode()
 }
 
-// noSteps is the step mode of a controller-only host.
-const noSteps = "none (controller only)"
+// runsJobs is whether this host is a compute node (a NodeName line): the
+// only hosts with an agent that runs jobs and steps.
+func (d *Daemon) runsJobs() bool { return d.cfg.Node(d.o.Name) != nil }
+
+// noSteps and noStepsSubmit are the step modes of a controller-only host
+// and of a submit host (a login node).
+const (
+	noSteps       = "none (controller only)"
+	noStepsSubmit = "none (submit host)"
+)
 
 // rejoinInterval is how often a node tries again the peers gossip does not
 // have as alive members.

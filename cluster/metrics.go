@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -379,8 +380,8 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// gossipCounts counts the cluster's hosts (its nodes and controller-only
-// hosts) that are gossip members of this node's view and those that are
+// gossipCounts counts the cluster's hosts (its nodes, controller-only and
+// submit hosts) that are gossip members of this node's view and those that are
 // not. memberlist tells no one which members it suspects, so a suspect
 // member counts as alive until it is declared dead.
 func (d *Daemon) gossipCounts() (alive, dead int) {
@@ -388,7 +389,7 @@ func (d *Daemon) gossipCounts() (alive, dead int) {
 	for _, n := range d.cfg.Nodes {
 		hosts[n.Name] = true
 	}
-	for _, h := range d.cfg.ControlHosts {
+	for _, h := range append(slices.Clone(d.cfg.ControlHosts), d.cfg.SubmitHosts...) {
 		hosts[h.Name] = true
 	}
 	for _, m := range d.members() {

@@ -55,8 +55,9 @@ func (d *Daemon) startServers() error {
 	mux.HandleFunc("GET /api/status", d.handleStatus)
 	mux.HandleFunc("GET /api/config", d.handleConfig)
 	mux.HandleFunc("POST /api/token", d.handleToken)
-	if !d.cfg.ControllerOnly(d.o.Name) {
-		// A controller-only host runs no jobs: no agent routes to send any to.
+	if d.runsJobs() {
+		// A controller-only or submit host runs no jobs: no agent routes
+		// to send any to.
 		d.agent.Routes(mux, d.nodeRoute)
 	}
 	mux.HandleFunc("POST /internal/job-end", d.nodeRoute(d.leaderRoute(d.handleJobEnd)))
@@ -662,6 +663,9 @@ func (d *Daemon) pollJob(w http.ResponseWriter, r *http.Request, id peer.Identit
 
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := api.Status{Node: d.o.Name, ExecMode: d.exec.Mode(), RaftState: "Agent (not a controller)"}
+	if d.cfg.IsSubmitHost(d.o.Name) {
+		st.ExecMode, st.RaftState = noStepsSubmit, "Submit host (a login node: no jobs, no controller)"
+	}
 	if d.raft == nil {
 		// A node that is no controller asks one for the Raft view.
 		if addr, err := d.leaderAPI(); err == nil {

@@ -144,7 +144,7 @@ func RunEnv(e *Env, args []string, extra ...*cli.Command) int {
 		Writer:    e.Stdout,
 		ErrWriter: e.Stderr,
 		Commands: []*cli.Command{
-			upCommand(), downCommand(),
+			upCommand(), downCommand(), loginCommand(),
 			slurmVerb(e, "submit", "sbatch", sbatchMain, "submit a batch script (sbatch)", "[OPTIONS] SCRIPT [ARGS...]"),
 			slurmVerb(e, "queue", "squeue", queueVerbMain, "show pending and running jobs (squeue; -j also finds jobs that ended)", "[OPTIONS]"),
 			slurmVerb(e, "nodes", "sinfo", sinfoMain, "show partitions and nodes (sinfo)", "[OPTIONS]"),

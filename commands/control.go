@@ -1015,6 +1015,9 @@ func configValues(cfg *servedConfig) (map[string]string, []format.ConfigItem) {
 	own = append(own, format.ConfigItem{Key: "HpcApiPort", Value: strconv.Itoa(cfg.APIPort)},
 		format.ConfigItem{Key: "HpcRaftPort", Value: strconv.Itoa(cfg.RaftPort)},
 		format.ConfigItem{Key: "HpcGossipPort", Value: strconv.Itoa(cfg.GossipPort)})
+	for i, h := range cfg.SubmitHosts {
+		own = append(own, format.ConfigItem{Key: fmt.Sprintf("HpcSubmitHost[%d]", i), Value: h.Name + "(" + h.Addr + ")"})
+	}
 	sort.Slice(own, func(a, b int) bool {
 		x, y := strings.ToLower(own[a].Key), strings.ToLower(own[b].Key)
 		if x != y {

@@ -42,11 +42,14 @@ func TestHostsUp(t *testing.T) {
 	nodes := []api.Node{{Name: "node1", State: api.NodeIdle}, {Name: "node2", State: api.NodeDown}}
 	ctls := []api.ControllerState{{Name: "ctl1", Role: api.RoleLeader}, {Name: "ctl2", Role: api.RoleDown},
 		{Name: "node2", Role: api.RoleFollower}}
+	// login1 (a submit host) is up as an alive gossip member; node2's
+	// membership does not make a DOWN node up.
+	members := []api.Member{{Name: "login1", State: "alive"}, {Name: "node2", State: "alive"}, {Name: "login2", State: "dead"}}
 	// node2 answers for its Raft but its node is DOWN: not up.
-	if got := hostsUp([]string{"node1", "node2", "ctl1", "ctl2"}, nodes, ctls); got != 2 {
-		t.Errorf("hostsUp = %d, want 2 (node1, ctl1)", got)
+	if got := hostsUp([]string{"node1", "node2", "ctl1", "ctl2", "login1"}, nodes, ctls, members); got != 3 {
+		t.Errorf("hostsUp = %d, want 3 (node1, ctl1, login1)", got)
 	}
-	if got := hostsUp([]string{"ctl3"}, nodes, ctls); got != 0 {
+	if got := hostsUp([]string{"ctl3", "login2"}, nodes, ctls, members); got != 0 {
 		t.Errorf("an unknown host counted up: %d", got)
 	}
 }
@@ -74,7 +77,7 @@ func TestUpControllersConfig(t *testing.T) {
 		var perr error
 		cmd := upCommand()
 		cmd.Action = func(c *cli.Context) error {
-			cfg, perr = prepareConfig(c, l)
+			cfg, perr = prepareConfig(c, l, c.Bool("netns"))
 			return nil
 		}
 		app := &cli.App{Commands: []*cli.Command{cmd}}
@@ -104,5 +107,41 @@ func TestUpControllersConfig(t *testing.T) {
 	}
 	if got := labHosts(cfg); !slices.Equal(got, []string{"node1", "node2", "node3"}) || len(cfg.ControlHosts) != 3 {
 		t.Errorf("default lab: hosts %v, controllers %+v", got, cfg.ControlHosts)
+	}
+	// The --netns lab: the nodes on its network, then login1, a host
+	// with an address there that is neither node nor controller.
+	l.dir = t.TempDir()
+	cfg, err = prepare("--netns", "--controllers", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := labHosts(cfg); !slices.Equal(got, []string{"node1", "node2", "node3", "ctl1", "login1"}) {
+		t.Errorf("--netns lab: hosts %v", got)
+	}
+	hosts, err := netHosts(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []netHost{{"node1", "10.70.0.1"}, {"node2", "10.70.0.2"}, {"node3", "10.70.0.3"}, {"ctl1", "10.70.0.4"}, {"login1", "10.70.0.5"}}; !slices.Equal(hosts, want) {
+		t.Errorf("--netns hosts %v, want %v", hosts, want)
+	}
+	if _, err := prepare("--netns", "--controllers", "2"); err == nil || !strings.Contains(err.Error(), "has 1 dedicated controllers") {
+		t.Errorf("a --netns lab's login node counted as a controller: %v", err)
+	}
+}
+
+// A lab whose hosts are not all on the --netns network cannot be put in
+// namespaces: netHosts names the host.
+func TestNetHostsOutsideTheNetwork(t *testing.T) {
+	text, err := config.LabWith(config.LabOptions{Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := netHosts(cfg); err == nil || !strings.Contains(err.Error(), "node1's address 127.0.1.1 is not on") {
+		t.Errorf("netHosts of a loopback lab: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-// Package commands holds the user-facing commands: the hpc verbs (up, down,
+// Package commands holds the user-facing commands: the hpc verbs (up, down, login,
 // submit, queue, nodes, cancel, acct, status, install-links) and the
 // Slurm-named ones (sbatch, squeue, sinfo, scancel, sacct, scontrol, and
 // the others as they are written), one file each, sharing one
@@ -10,5 +10,6 @@
 // read and write only through an Env (streams, environment, clock, client),
 // which tests replace. It may import cluster/api, cluster/config,
 // cluster/jobspec, cluster/hostlist, commands/format, commands/scenario
-// (`hpc lab scenario`) and, for the daemon verb only, cluster.
+// (`hpc lab scenario`), internal/netns (the namespaces of hpc up --netns
+// and hpc login) and, for the daemon verb only, cluster.
 package commands

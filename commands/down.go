@@ -1,19 +1,23 @@
 package commands
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"hpc/internal/netns"
 )
 
 func downCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "down",
-		Usage: "stop the lab's node daemons (state is kept unless --purge)",
+		Usage: "stop the lab's node daemons and remove the namespaces of a --netns lab (state is kept unless --purge)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Usage: "lab directory (default as for up)"},
 			&cli.BoolFlag{Name: "purge", Usage: "also remove the lab directory: jobs, accounting, logs, config"},
@@ -32,6 +36,9 @@ func downCommand() *cli.Command {
 			} else {
 				fmt.Printf("Stopped %d node(s): %v\n", len(stopped), stopped)
 			}
+			if err := downNet(l); err != nil {
+				return cli.Exit("hpc: error: removing the lab's namespaces: "+err.Error(), 1)
+			}
 			if c.Bool("purge") {
 				if err := os.RemoveAll(dir); err != nil {
 					return cli.Exit("hpc: error: "+err.Error(), 1)
@@ -41,6 +48,29 @@ func downCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// downNet removes the namespaces of a --netns lab, with whatever still
+// runs in them (login shells, say), once its daemons are stopped.
+func downNet(l lab) error {
+	holders, err := netns.Holders(l.netTag(""))
+	if err != nil || len(holders) == 0 {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the namespaces are root's: run hpc down as root")
+	}
+	hosts := 0
+	for tag := range holders {
+		if strings.HasPrefix(tag, l.netTag("host:")) {
+			hosts++
+		}
+	}
+	if err := removeNet(l); err != nil {
+		return err
+	}
+	fmt.Printf("Removed the lab's namespaces (%d hosts, and the hub with its bridge and %s)\n", hosts, labHostLink)
+	return nil
 }
 
 // stopLab stops every running daemon of the lab with its jobs: SIGINT,

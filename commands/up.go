@@ -20,6 +20,7 @@ import (
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 	"hpc/cluster/hostlist"
+	"hpc/internal/netns"
 )
 
 func upCommand() *cli.Command {
@@ -35,6 +36,7 @@ func upCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", Usage: "with --join: this node's name in the config (default: the host name)"},
 			&cli.StringFlag{Name: "key-file", Usage: "with --join: the cluster key file of the cluster to join"},
 			&cli.BoolFlag{Name: "plain", Usage: "run job steps as plain processes, without containers"},
+			&cli.BoolFlag{Name: "netns", Usage: "each host in network, UTS and mount namespaces of its own on " + labNetPrefix + "0/24, plus a login node login1 (hpc login); needs root"},
 			&cli.DurationFlag{Name: "timeout", Value: 90 * time.Second, Usage: "how long to wait for the cluster to come up"},
 		},
 		HideHelpCommand: true,
@@ -91,7 +93,11 @@ func runUp(c *cli.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return cli.Exit("hpc: error: "+err.Error(), 1)
 	}
-	cfg, err := prepareConfig(c, l)
+	inNetns, err := chooseNetns(c, l)
+	if err != nil {
+		return cli.Exit("hpc: error: "+err.Error(), 1)
+	}
+	cfg, err := prepareConfig(c, l, inNetns)
 	if err != nil {
 		return cli.Exit("hpc: error: "+err.Error(), 1)
 	}
@@ -140,9 +146,13 @@ func runUp(c *cli.Context) error {
 	if os.Geteuid() != 0 {
 		fmt.Println("Note: not running as root, so job steps run as plain processes of your user, without cgroup limits.")
 	}
+	holders, err := upHosts(l, cfg, inNetns)
+	if err != nil {
+		return cli.Exit("hpc: error: network namespaces: "+err.Error(), 1)
+	}
 	fmt.Printf("Starting %d node(s) in %s ...\n", len(missing), dir)
 	for _, name := range missing {
-		if err := startDaemon(l, exe, name, c.String("join"), c.Bool("plain")); err != nil {
+		if err := startDaemon(l, exe, name, c.String("join"), c.Bool("plain"), holders[name]); err != nil {
 			return cli.Exit("hpc: error: "+err.Error(), 1)
 		}
 	}
@@ -151,9 +161,15 @@ func runUp(c *cli.Context) error {
 		for _, n := range names {
 			fmt.Fprintf(os.Stderr, "  log of %s: %s\n", n, l.logPath(n))
 		}
-		// Leave nothing half up: stop the daemons this call started.
+		// Leave nothing half up: stop the daemons this call started, and
+		// the namespaces once no daemon of the lab runs in them.
 		if stopped := stopNodes(l, missing); len(stopped) > 0 {
 			fmt.Fprintf(os.Stderr, "  stopped %s again\n", strings.Join(stopped, " "))
+		}
+		if inNetns && len(runningNodes(l)) == 0 {
+			if err := removeNet(l); err != nil {
+				fmt.Fprintf(os.Stderr, "  removing the namespaces: %v\n", err)
+			}
 		}
 		return exit(1)
 	}
@@ -161,7 +177,68 @@ func runUp(c *cli.Context) error {
 	return nil
 }
 
-func prepareConfig(c *cli.Context, l lab) (*config.Config, error) {
+// chooseNetns decides whether the lab's hosts run in namespaces of their
+// own: asked with --netns, or a lab made so before. A new lab that cannot
+// have them (not root, tools missing) is the loopback lab, and up says
+// why; a lab made with them cannot go on without them (its addresses
+// exist nowhere else), nor can a lab made without them take them on.
+func chooseNetns(c *cli.Context, l lab) (bool, error) {
+	made := l.isNetns()
+	if !c.Bool("netns") && !made {
+		return false, nil
+	}
+	if c.String("join") != "" {
+		return false, errors.New("--netns makes a whole lab on this machine; --join starts one node of a cluster of several machines")
+	}
+	if why := netnsUnavailable(); why != "" {
+		if made {
+			return false, fmt.Errorf("the lab in %s runs in network namespaces, but %s", l.dir, why)
+		}
+		fmt.Printf("hpc up --netns: %s.\n", why)
+		fmt.Println("Starting the loopback lab instead: every node on an address of this machine's own loopback network (127.0.1.x), without a login node.")
+		return false, nil
+	}
+	if !made && c.String("config") == "" && fileExists(l.confPath()) {
+		return false, fmt.Errorf("the lab in %s was made without --netns (its nodes are on this machine's loopback addresses); run `hpc down --purge` first to make one with --netns", l.dir)
+	}
+	return true, nil
+}
+
+// upHosts makes what is missing of the namespaces of a --netns lab's
+// hosts and returns each host's holder (nil for a loopback lab).
+func upHosts(l lab, cfg *config.Config, inNetns bool) (map[string]int, error) {
+	if !inNetns {
+		return nil, nil
+	}
+	hosts, err := netHosts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	holders, err := upNet(l, hosts)
+	if err != nil && len(runningNodes(l)) == 0 {
+		// Nothing of the lab runs: leave no half-made network behind.
+		if rerr := removeNet(l); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return holders, err
+}
+
+// runningNodes are the lab's hosts whose daemon runs.
+func runningNodes(l lab) []string {
+	var out []string
+	for _, n := range l.nodes() {
+		if _, ok := l.running(n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// prepareConfig writes the lab's slurm.conf when it has none (or --config
+// gives one) and reads it; a --netns lab's is on the namespaces' network,
+// with a login node.
+func prepareConfig(c *cli.Context, l lab, inNetns bool) (*config.Config, error) {
 	switch {
 	case c.String("config") != "":
 		b, err := os.ReadFile(c.String("config"))
@@ -194,11 +271,15 @@ func prepareConfig(c *cli.Context, l lab) (*config.Config, error) {
 		if c.IsSet("nodes") && c.Int("nodes") != len(cfg.Nodes) {
 			return nil, fmt.Errorf("the lab in %s has %d nodes; run `hpc down --purge` first to make one with %d", l.dir, len(cfg.Nodes), c.Int("nodes"))
 		}
-		if have := len(labHosts(cfg)) - len(cfg.Nodes); c.IsSet("controllers") && c.Int("controllers") != have {
+		if have := dedicatedControllers(cfg); c.IsSet("controllers") && c.Int("controllers") != have {
 			return nil, fmt.Errorf("the lab in %s has %d dedicated controllers; run `hpc down --purge` first to make one with %d", l.dir, have, c.Int("controllers"))
 		}
 	default:
-		text, err := config.LabWith(config.LabOptions{Nodes: c.Int("nodes"), Controllers: c.Int("controllers")})
+		o := config.LabOptions{Nodes: c.Int("nodes"), Controllers: c.Int("controllers")}
+		if inNetns {
+			o.Net, o.SubmitHosts = labNetPrefix, 1
+		}
+		text, err := config.LabWith(o)
 		if err != nil {
 			return nil, err
 		}
@@ -279,7 +360,10 @@ func ensureKey(l lab, from string) error {
 	return os.WriteFile(l.keyPath(), []byte(hex.EncodeToString(k)+"\n"), 0o600)
 }
 
-func startDaemon(l lab, exe, name, join string, plain bool) error {
+// startDaemon starts name's daemon in a session of its own, inside the
+// namespaces of holder when it is not 0 (a --netns lab), and writes its
+// pid file.
+func startDaemon(l lab, exe, name, join string, plain bool, holder int) error {
 	if err := os.MkdirAll(l.nodeDir(name), 0o755); err != nil {
 		return err
 	}
@@ -304,6 +388,13 @@ func startDaemon(l lab, exe, name, join string, plain bool) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if holder != 0 {
+		// nsenter execs the daemon in its own place: the pid is the
+		// daemon's.
+		if err := netns.Enter(holder, hostKinds, cmd); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
@@ -322,9 +413,9 @@ func startDaemon(l lab, exe, name, join string, plain bool) error {
 }
 
 // labHosts are the hosts a lab runs a daemon on: its nodes, then the
-// controller-only SlurmctldHosts.
+// controller-only SlurmctldHosts, then the submit hosts (login nodes).
 func labHosts(cfg *config.Config) []string {
-	names := make([]string, 0, len(cfg.Nodes)+len(cfg.ControlHosts))
+	names := make([]string, 0, len(cfg.Nodes)+len(cfg.ControlHosts)+len(cfg.SubmitHosts))
 	for _, n := range cfg.Nodes {
 		names = append(names, n.Name)
 	}
@@ -333,13 +424,28 @@ func labHosts(cfg *config.Config) []string {
 			names = append(names, h.Name)
 		}
 	}
+	for _, h := range cfg.SubmitHosts {
+		names = append(names, h.Name)
+	}
 	return names
+}
+
+// dedicatedControllers counts the controller-only hosts.
+func dedicatedControllers(cfg *config.Config) int {
+	n := 0
+	for _, h := range cfg.ControlHosts {
+		if cfg.ControllerOnly(h.Name) {
+			n++
+		}
+	}
+	return n
 }
 
 // hostsUp counts the names that are up: compute nodes the leader's node
 // list has UP (or any state but UNKNOWN and DOWN), controllers that answer
-// for their Raft (a controller-only host is in no node list).
-func hostsUp(names []string, nodes []api.Node, ctls []api.ControllerState) int {
+// for their Raft (a controller-only host is in no node list), and other
+// hosts (submit hosts) that are alive gossip members.
+func hostsUp(names []string, nodes []api.Node, ctls []api.ControllerState, members []api.Member) int {
 	up := map[string]bool{}
 	for _, n := range nodes {
 		st := strings.TrimSuffix(n.State, "*") // not responding: not up yet
@@ -348,6 +454,11 @@ func hostsUp(names []string, nodes []api.Node, ctls []api.ControllerState) int {
 	for _, c := range ctls {
 		if _, node := up[c.Name]; !node {
 			up[c.Name] = c.Role != api.RoleDown
+		}
+	}
+	for _, m := range members {
+		if _, known := up[m.Name]; !known {
+			up[m.Name] = m.State == "alive"
 		}
 	}
 	count := 0
@@ -398,7 +509,7 @@ func waitUp(l lab, names []string, timeout time.Duration) error {
 				say("leader " + st.Leader + " elected; waiting for it to answer ...")
 				break
 			}
-			upCount := hostsUp(names, resp.Nodes, st.Controllers)
+			upCount := hostsUp(names, resp.Nodes, st.Controllers, st.Members)
 			bar.set(upCount)
 			say(fmt.Sprintf("leader %s (term %d); nodes up: %d/%d", st.Leader, st.Term, upCount, len(names)))
 			if upCount == len(names) {
@@ -448,6 +559,13 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 		}
 		fmt.Printf("  %-8s %-12s %-18s %s\n", h.Name, h.Addr, "", role)
 	}
+	for _, h := range cfg.SubmitHosts {
+		fmt.Printf("  %-8s %-12s %-18s %s\n", h.Name, h.Addr, "", "login (submit host: runs no jobs; hpc login)")
+	}
+	if l.isNetns() {
+		fmt.Printf("Each host has network, UTS and mount namespaces of its own on %s0/24 (this machine: %s on %s);\n", labNetPrefix, labHostAddr, labHostLink)
+		fmt.Printf("their /etc/hosts is %s.\n", l.hostsPath())
+	}
 	if st != nil {
 		fmt.Printf("Job steps run as: %s\n", st.ExecMode)
 	}
@@ -469,6 +587,9 @@ func printSummary(l lab, cfg *config.Config, names []string) {
 			fmt.Println("For the Slurm commands (sbatch, squeue, sinfo, ...): `hpc install-links`, then for this shell:")
 		}
 		fmt.Printf("  export PATH=%s:$PATH\n", dir)
+	}
+	if l.isNetns() && len(cfg.SubmitHosts) > 0 {
+		fmt.Printf("Log in: hpc login   (a shell on %s, as you, with the Slurm commands; hpc login -c CMD runs one command)\n", cfg.SubmitHosts[0].Name)
 	}
 	fmt.Println("Try:")
 	fmt.Println("  hpc submit testdata/jobs/hello.sh   # or: hpc submit --wrap 'hostname'")

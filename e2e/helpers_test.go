@@ -247,6 +247,7 @@ var labAddrs = map[string]labAddr{
 	"TestLabMetrics":           {106, 34717},
 	"TestScenarios":            {108, 35017},
 	"TestExportRealSlurm":      {111, 34917},
+	"TestLabNetns":             {109, 35117}, // the loopback lab it falls back to without root
 	"scripts/arm64.sh":         {102, 34217}, // its one-node smoke lab; no test of this name
 	// Not a test: the hpc lab of scripts/bench/side-by-side.sh.
 	"scripts/bench/side-by-side.sh": {103, 34317},

@@ -44,9 +44,13 @@ type Options struct {
 // previous daemon left running, and reports the ends of jobs to the
 // leader through its own node's API.
 type Agent struct {
-	cfg    atomic.Pointer[config.Config] // replaced by Reconfigure
-	path   string                        // the node's slurm.conf
-	self   *config.Node
+	cfg  atomic.Pointer[config.Config] // replaced by Reconfigure
+	path string                        // the node's slurm.conf
+	self *config.Node
+	// host is this host's address: the node's NodeAddr, or a
+	// controller-only or submit host's (self nil), whose daemon still
+	// launches srun steps and reports their ends through its own API.
+	host   string
 	name   string
 	dir    string
 	socket string
@@ -68,6 +72,7 @@ func New(o Options) *Agent {
 		log: o.Log, ctx: o.Ctx, exec: o.Exec, peers: o.Peers, steps: newStepTable(), onLaunch: o.OnLaunch,
 	}
 	ag.cfg.Store(o.Config)
+	ag.host, _ = o.Config.HostAddr(o.Name)
 	return ag
 }
 
@@ -133,9 +138,9 @@ func (ag *Agent) Routes(mux *http.ServeMux, node func(http.HandlerFunc) http.Han
 // Wait waits for the agent's background work once its context ended.
 func (ag *Agent) Wait() { ag.wg.Wait() }
 
-// addr is this node's address with port.
+// addr is this host's address with port.
 func (ag *Agent) addr(port int) string {
-	return net.JoinHostPort(ag.self.Addr, strconv.Itoa(port))
+	return net.JoinHostPort(ag.host, strconv.Itoa(port))
 }
 
 // KillAll kills every step the agent runs (SIGTERM, then SIGKILL after

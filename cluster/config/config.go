@@ -30,6 +30,10 @@ type Config struct {
 	// ControlHosts are the SlurmctldHost lines in order: the nodes that may
 	// act as controller, which are the Raft voters. At least one is required.
 	ControlHosts []ControlHost
+	// SubmitHosts are the HpcSubmitHost lines in order: login nodes, from
+	// which users submit, that run neither jobs nor a controller (their
+	// daemon forwards the commands run there to the controllers).
+	SubmitHosts  []ControlHost
 	DefMemPerCPU int64 // MB a job gets per CPU when it asks for no memory; 0 = unset
 	KillWait     int   // seconds between SIGTERM and SIGKILL (default 30)
 	// MinJobAge is how many seconds a finished job stays in the
@@ -101,7 +105,8 @@ type Config struct {
 
 // ControlHost is one SlurmctldHost line: SlurmctldHost=node1(127.0.1.1).
 // Without the parenthesised address, Addr is the NodeAddr of the node of that
-// name, or the name itself when no node has it.
+// name, or the name itself when no node has it. An HpcSubmitHost line has
+// the same form.
 type ControlHost struct {
 	Name string
 	Addr string
@@ -268,16 +273,29 @@ func (c *Config) ControllerOnly(name string) bool {
 	return c.IsController(name) && c.Node(name) == nil
 }
 
-// HostAddr is the address of a host of the cluster: a node's NodeAddr, or
-// a controller-only host's SlurmctldHost address. ok is false for a name
-// the config does not know.
+// IsSubmitHost reports whether name is on an HpcSubmitHost line: a login
+// node that runs neither jobs nor a controller.
+func (c *Config) IsSubmitHost(name string) bool {
+	for _, h := range c.SubmitHosts {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// HostAddr is the address of a host of the cluster: a node's NodeAddr, a
+// controller-only host's SlurmctldHost address or a submit host's. ok is
+// false for a name the config does not know.
 func (c *Config) HostAddr(name string) (addr string, ok bool) {
 	if n := c.Node(name); n != nil {
 		return n.Addr, true
 	}
-	for _, h := range c.ControlHosts {
-		if h.Name == name {
-			return h.Addr, true
+	for _, hosts := range [][]ControlHost{c.ControlHosts, c.SubmitHosts} {
+		for _, h := range hosts {
+			if h.Name == name {
+				return h.Addr, true
+			}
 		}
 	}
 	return "", false

@@ -516,3 +516,65 @@ func mustLab(t *testing.T, o LabOptions) string {
 	}
 	return s
 }
+
+// A lab with a login node: login1 on an HpcSubmitHost line after the
+// nodes' addresses, a host of the config (HostAddr) that is neither a
+// node nor a controller, on the addresses Net gives.
+func TestLabSubmitHosts(t *testing.T) {
+	text := mustLab(t, LabOptions{Nodes: 3, SubmitHosts: 1, Net: "10.70.0."})
+	c, err := Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("does not parse back: %v\n%s", err, text)
+	}
+	if want := []ControlHost{{"login1", "10.70.0.4"}}; !reflect.DeepEqual(c.SubmitHosts, want) {
+		t.Fatalf("submit hosts %+v, want %+v", c.SubmitHosts, want)
+	}
+	if !c.IsSubmitHost("login1") || c.IsSubmitHost("node1") || c.Node("login1") != nil || c.IsController("login1") || c.ControllerOnly("login1") {
+		t.Error("login1 is not a submit host only")
+	}
+	if addr, ok := c.HostAddr("login1"); !ok || addr != "10.70.0.4" {
+		t.Errorf("HostAddr(login1) = %q %v", addr, ok)
+	}
+	if addr, _ := c.HostAddr("node3"); addr != "10.70.0.3" {
+		t.Errorf("node3 on %s, want 10.70.0.3", addr)
+	}
+	if !strings.Contains(text, "hpc up --nodes 3 --netns") {
+		t.Errorf("the header does not name --netns:\n%s", text)
+	}
+	// NeedsRestart sees a changed submit host.
+	other := mustLab(t, LabOptions{Nodes: 3, SubmitHosts: 2, Net: "10.70.0."})
+	c2, err := Parse(strings.NewReader(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c2.NeedsRestart(c) {
+		t.Error("a second login node needs no restart")
+	}
+	for _, o := range []LabOptions{{Nodes: 3, SubmitHosts: 6}, {Nodes: 250, Controllers: 3, SubmitHosts: 1, Net: "10.70.0."}} {
+		if _, err := LabWith(o); err == nil {
+			t.Errorf("LabWith(%+v) accepted", o)
+		}
+	}
+}
+
+func TestSubmitHostErrors(t *testing.T) {
+	base := "SlurmctldHost=node1\nNodeName=node1 NodeAddr=127.0.0.1\n"
+	for _, c := range []struct{ line, want string }{
+		{"HpcSubmitHost=node1(127.0.0.2)", "also a node or a controller"},
+		{"HpcSubmitHost=login1(127.0.0.2)\nHpcSubmitHost=login1(127.0.0.3)", "listed twice"},
+		{"HpcSubmitHost=login1()", "empty address"},
+		{"HpcSubmitHost=login[1-2]", "expected name or name(address)"},
+	} {
+		_, err := Parse(strings.NewReader(base + c.line + "\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.line, err, c.want)
+		}
+	}
+	c, err := Parse(strings.NewReader(base + "HpcSubmitHost=login1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr, ok := c.HostAddr("login1"); !ok || addr != "login1" {
+		t.Errorf("HostAddr(login1) = %q %v: without an address, the name", addr, ok)
+	}
+}

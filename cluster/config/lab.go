@@ -24,7 +24,17 @@ type LabOptions struct {
 	// jobs). 0 is the default lab: the first three nodes are controllers
 	// and compute nodes both.
 	Controllers int
+	// SubmitHosts, when above 0, gives the lab that many login nodes
+	// login1..loginN on the addresses after the controllers' (HpcSubmitHost
+	// lines: they run neither jobs nor a controller; users submit there).
+	SubmitHosts int
+	// Net is the first three parts of the lab's addresses, with the final
+	// dot ("10.70.0."); "" is the loopback lab's "127.0.1.".
+	Net string
 }
+
+// MaxLabSubmitHosts is the most login nodes a lab may have.
+const MaxLabSubmitHosts = 5
 
 // Lab returns the commented slurm.conf that `hpc up --nodes n` writes: a
 // cluster "lab" of n nodes on one machine, each with its own loopback address
@@ -42,27 +52,41 @@ func LabWith(o LabOptions) (string, error) {
 	if o.Controllers < 0 || o.Controllers > MaxLabControllers {
 		return "", fmt.Errorf("a lab has 0 to %d dedicated controllers, not %d", MaxLabControllers, o.Controllers)
 	}
-	// Loopback addresses end at .254 here (.255 reads as a broadcast
-	// address to some tools).
-	if n+o.Controllers > 254 {
-		return "", fmt.Errorf("%d nodes and %d controllers need more than the 254 addresses of 127.0.1.x", n, o.Controllers)
+	if o.SubmitHosts < 0 || o.SubmitHosts > MaxLabSubmitHosts {
+		return "", fmt.Errorf("a lab has 0 to %d login nodes, not %d", MaxLabSubmitHosts, o.SubmitHosts)
+	}
+	net := o.Net
+	if net == "" {
+		net = "127.0.1."
+	}
+	// Addresses end at .254 here (.255 reads as a broadcast address to
+	// some tools); the --netns lab gives .254 to this machine.
+	last := 254
+	if net != "127.0.1." {
+		last = 253
+	}
+	if hosts := n + o.Controllers + o.SubmitHosts; hosts > last {
+		return "", fmt.Errorf("%d nodes, %d controllers and %d login nodes need more than the %d addresses of %sx", n, o.Controllers, o.SubmitHosts, last, net)
 	}
 	names := make([]string, n)
 	addrs := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("node%d", i+1)
-		addrs[i] = fmt.Sprintf("127.0.1.%d", i+1)
+		addrs[i] = fmt.Sprintf("%s%d", net, i+1)
 	}
 	gpuCount := (n + 1) / 2
 	firstGPU := n - gpuCount // index of the first GPU node
 
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	flags := fmt.Sprintf("--nodes %d", n)
 	if o.Controllers > 0 {
-		w("# slurm.conf for the hpc lab cluster, written by `hpc up --nodes %d --controllers %d`.", n, o.Controllers)
-	} else {
-		w("# slurm.conf for the hpc lab cluster, written by `hpc up --nodes %d`.", n)
+		flags += fmt.Sprintf(" --controllers %d", o.Controllers)
 	}
+	if o.Net != "" && o.Net != "127.0.1." {
+		flags += " --netns"
+	}
+	w("# slurm.conf for the hpc lab cluster, written by `hpc up %s`.", flags)
 	w("# hpc reads a subset of Slurm's slurm.conf syntax. Edit this file and restart")
 	w("# the nodes to change the cluster; lines starting with # are comments.")
 	w("")
@@ -74,11 +98,20 @@ func LabWith(o LabOptions) (string, error) {
 	if o.Controllers > 0 {
 		w("# These hosts have no NodeName line: they run a controller only, never jobs.")
 		for i := 1; i <= o.Controllers; i++ {
-			w("SlurmctldHost=ctl%d(127.0.1.%d)", i, n+i)
+			w("SlurmctldHost=ctl%d(%s%d)", i, net, n+i)
 		}
 	} else {
 		for i := 0; i < min(n, 3); i++ {
 			w("SlurmctldHost=%s(%s)", names[i], addrs[i])
+		}
+	}
+	if o.SubmitHosts > 0 {
+		w("")
+		w("# Login nodes (hpc's own key): users log in and submit here, as on a")
+		w("# production cluster. They run neither jobs nor a controller: their daemon")
+		w("# forwards the commands run there to the controllers. Format: name(address).")
+		for i := 1; i <= o.SubmitHosts; i++ {
+			w("HpcSubmitHost=login%d(%s%d)", i, net, n+o.Controllers+i)
 		}
 	}
 	w("")
@@ -112,8 +145,13 @@ func LabWith(o LabOptions) (string, error) {
 	w("# Generic resources (GRES) that nodes may declare.")
 	w("GresTypes=gpu")
 	w("")
-	w("# Compute nodes. Each has its own loopback address, so all of them can run")
-	w("# on this one machine. NodeName=DEFAULT sets values for the lines below it;")
+	if net == "127.0.1." {
+		w("# Compute nodes. Each has its own loopback address, so all of them can run")
+		w("# on this one machine. NodeName=DEFAULT sets values for the lines below it;")
+	} else {
+		w("# Compute nodes. Each has its own address and network namespace (hpc up")
+		w("# --netns), on one bridge. NodeName=DEFAULT sets values for the lines below it;")
+	}
 	w("# node[1-4] is a hostlist meaning node1, node2, node3, node4.")
 	w("NodeName=DEFAULT Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=4000")
 	if firstGPU > 0 {

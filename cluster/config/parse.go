@@ -62,6 +62,7 @@ type parser struct {
 	partLines    []int           // line of each partition
 	partAll      []bool          // partition said Nodes=ALL
 	hpcPortLine  map[string]int  // port key -> line, to name lines in errors
+	submitLines  []int           // line of each HpcSubmitHost
 }
 
 func (p *parser) errf(line int, format string, args ...any) error {
@@ -231,6 +232,16 @@ func (p *parser) topKey(n int, kv pair) error {
 			return p.errf(n, "SlurmctldHost %s is listed twice", h.Name)
 		}
 		c.ControlHosts = append(c.ControlHosts, h)
+	case "hpcsubmithost":
+		h, err := parseHost(kv.key, kv.value)
+		if err != nil {
+			return p.errf(n, "%v", err)
+		}
+		if c.IsSubmitHost(h.Name) {
+			return p.errf(n, "%s %s is listed twice", kv.key, h.Name)
+		}
+		c.SubmitHosts = append(c.SubmitHosts, h)
+		p.submitLines = append(p.submitLines, n)
 	case "defmempercpu":
 		v, err := ParseMem(kv.value)
 		if err != nil {
@@ -390,19 +401,22 @@ func (p *parser) priorityKey(n int, kv pair) error {
 }
 
 // parseControlHost reads "node1" or "node1(127.0.1.1)".
-func parseControlHost(v string) (ControlHost, error) {
+func parseControlHost(v string) (ControlHost, error) { return parseHost("SlurmctldHost", v) }
+
+// parseHost reads the value of key, "node1" or "node1(127.0.1.1)".
+func parseHost(key, v string) (ControlHost, error) {
 	name, addr := v, ""
 	if i := strings.IndexByte(v, '('); i >= 0 {
 		if !strings.HasSuffix(v, ")") || strings.Count(v, "(") != 1 || strings.Count(v, ")") != 1 {
-			return ControlHost{}, fmt.Errorf("invalid SlurmctldHost=%s: expected name or name(address)", v)
+			return ControlHost{}, fmt.Errorf("invalid %s=%s: expected name or name(address)", key, v)
 		}
 		name, addr = v[:i], v[i+1:len(v)-1]
 		if addr == "" {
-			return ControlHost{}, fmt.Errorf("invalid SlurmctldHost=%s: empty address", v)
+			return ControlHost{}, fmt.Errorf("invalid %s=%s: empty address", key, v)
 		}
 	}
 	if name == "" || strings.ContainsAny(name, "[],)") {
-		return ControlHost{}, fmt.Errorf("invalid SlurmctldHost=%s: expected name or name(address)", v)
+		return ControlHost{}, fmt.Errorf("invalid %s=%s: expected name or name(address)", key, v)
 	}
 	return ControlHost{Name: name, Addr: addr}, nil
 }
@@ -914,6 +928,15 @@ func (p *parser) finish() error {
 	}
 	if defaultAt < 0 && len(c.Partitions) > 0 {
 		c.Partitions[0].Default = true
+	}
+	for i := range c.SubmitHosts {
+		h := &c.SubmitHosts[i]
+		if c.Node(h.Name) != nil || c.IsController(h.Name) {
+			return p.errf(p.submitLines[i], "HpcSubmitHost %s is also a node or a controller: a submit host runs neither jobs nor a controller", h.Name)
+		}
+		if h.Addr == "" {
+			h.Addr = h.Name
+		}
 	}
 	for i := range c.ControlHosts {
 		h := &c.ControlHosts[i]

@@ -64,18 +64,20 @@ func ParseFiles(f Files) (*Config, error) {
 
 // NeedsRestart reports whether c differs from running in what only a
 // restart of the daemons changes (as Slurm 22.05, which needs one when
-// nodes are added or removed): the nodes, the controllers and the ports.
+// nodes are added or removed): the nodes, the controllers, the submit hosts
+// and the ports.
 func (c *Config) NeedsRestart(running *Config) bool {
 	return !reflect.DeepEqual(c.Nodes, running.Nodes) || !reflect.DeepEqual(c.ControlHosts, running.ControlHosts) ||
+		!reflect.DeepEqual(c.SubmitHosts, running.SubmitHosts) ||
 		c.APIPort != running.APIPort || c.RaftPort != running.RaftPort || c.GossipPort != running.GossipPort
 }
 
 // KeepRestartKeys sets on c what only a restart changes, from boot (the
 // configuration the daemon started with): the nodes, the controllers, the
-// ports and SlurmUser.
+// submit hosts, the ports and SlurmUser.
 func (c *Config) KeepRestartKeys(boot *Config) {
 	c.Nodes, c.nodeIndex = boot.Nodes, boot.nodeIndex
-	c.ControlHosts = boot.ControlHosts
+	c.ControlHosts, c.SubmitHosts = boot.ControlHosts, boot.SubmitHosts
 	c.APIPort, c.RaftPort, c.GossipPort = boot.APIPort, boot.RaftPort, boot.GossipPort
 	c.SlurmUser = boot.SlurmUser
 }

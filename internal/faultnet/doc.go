@@ -16,6 +16,7 @@
 // died (cleaned by the next New of that prefix) from one in use (waited
 // for). Close kills what runs in the namespaces, and they go with it.
 //
-// It drives iproute2's ip and util-linux's nsenter, and imports nothing of
-// the project.
+// Its namespaces, bridges and veth pairs are internal/netns's (which drives
+// iproute2's ip and util-linux's unshare and nsenter), shared with the lab
+// of hpc up --netns; it imports nothing else of the project.
 package faultnet

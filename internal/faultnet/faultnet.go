@@ -1,7 +1,6 @@
 package faultnet
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"hpc/internal/netns"
 )
 
 const (
@@ -124,71 +125,26 @@ func New(opts Options) (*Net, error) {
 // namespaces, so no name is ever taken in the host's.
 func (n *Net) build() error {
 	for _, role := range append([]string{"hub"}, n.nodes...) {
-		pid, err := n.hold(role)
+		// A process holds each namespace, never a name under /run/netns
+		// (internal/netns says why).
+		pid, err := netns.Hold(netns.Spec{Tag: tag + n.prefix + "_" + role})
 		if err != nil {
-			return err
+			return fmt.Errorf("faultnet: %w", err)
 		}
 		n.holder[role] = pid
 	}
-	steps := [][]string{
-		{"hub", "link", "add", mainBridge, "type", "bridge"},
-		{"hub", "link", "add", minorityBridge, "type", "bridge"},
-		{"hub", "link", "set", mainBridge, "up"},
-		{"hub", "link", "set", minorityBridge, "up"},
+	hub := n.holder["hub"]
+	for _, br := range []string{mainBridge, minorityBridge} {
+		if err := netns.Bridge(hub, br); err != nil {
+			return err
+		}
 	}
 	for _, node := range n.nodes {
-		port := n.port(node)
-		steps = append(steps,
-			[]string{"hub", "link", "add", port, "type", "veth", "peer", "name", nodeLink, "netns", strconv.Itoa(n.holder[node])},
-			[]string{"hub", "link", "set", port, "master", mainBridge, "up"},
-			[]string{node, "addr", "add", n.Addr(node) + "/24", "dev", nodeLink},
-			[]string{node, "link", "set", nodeLink, "up"},
-			[]string{node, "link", "set", "lo", "up"},
-		)
-	}
-	for _, s := range steps {
-		if err := n.ip(s[0], s[1:]...); err != nil {
+		if err := netns.Join(hub, mainBridge, n.port(node), n.holder[node], nodeLink, n.Addr(node)+"/24"); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// hold starts the process that holds role's new network namespace: a
-// shell that sleeps, named by its tag argument, in a session of its own.
-// A process rather than ip netns's bind mount under /run/netns: the
-// steps of a lab's daemons bind the host's /run recursively, and a copy
-// of such a mount in a step's root keeps the name from being removed
-// (EBUSY) until that step ends, whoever's lab it is.
-func (n *Net) hold(role string) (int, error) {
-	cmd := exec.Command("unshare", "--net", "--", "sh", "-c",
-		"echo ready; while :; do sleep 86400; done", tag+n.prefix+"_"+role)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("faultnet: unshare --net: %w", err)
-	}
-	pid := cmd.Process.Pid
-	// A holder outlives this process (Close or the next run's New ends
-	// it); its exit is not waited for here.
-	go cmd.Wait()
-	// "ready" comes after unshare: from then on the pid's namespace is
-	// the new one.
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if line != "ready\n" {
-		return 0, fmt.Errorf("faultnet: the holder of %s's namespace did not start", role)
-	}
-	mine, err1 := os.Readlink("/proc/self/ns/net")
-	its, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
-	if err := errors.Join(err1, err2); err != nil || mine == its {
-		// Never touch the host's own network.
-		syscall.Kill(pid, syscall.SIGKILL)
-		return 0, fmt.Errorf("faultnet: %s's holder is not in a namespace of its own (%v)", role, err)
-	}
-	return pid, nil
 }
 
 // Nodes returns the nodes' names in order.
@@ -205,7 +161,7 @@ func (n *Net) Addr(node string) string {
 
 // NetNS returns the path of a node's network namespace (for nsenter
 // --net=, or setns); "hub" is the hub's.
-func (n *Net) NetNS(node string) string { return fmt.Sprintf("/proc/%d/ns/net", n.holder[node]) }
+func (n *Net) NetNS(node string) string { return netns.NS(n.holder[node], "net") }
 
 func (n *Net) port(node string) string { return "v" + strconv.Itoa(n.index[node]) }
 
@@ -220,22 +176,15 @@ func (n *Net) known(node string) error {
 // network namespace (and nowhere else: it keeps the caller's mounts,
 // users and processes' view).
 func (n *Net) Command(node, name string, args ...string) *exec.Cmd {
-	return exec.Command("nsenter", append([]string{"--net=" + n.NetNS(node), "--", name}, args...)...)
+	return netns.Command(n.holder[node], []string{"net"}, name, args...)
 }
 
-// enter rewrites cmd to run inside node's namespace. nsenter enters the
-// namespace and execs the program in its own place, so cmd's process is
-// the program itself and signals reach it directly.
+// enter rewrites cmd to run inside node's namespace, as the program itself
+// (netns.Enter), so signals reach it directly.
 func (n *Net) enter(node string, cmd *exec.Cmd) error {
-	if cmd.Err != nil {
-		return cmd.Err
-	}
-	nsenter, err := exec.LookPath("nsenter")
-	if err != nil {
+	if err := netns.Enter(n.holder[node], []string{"net"}, cmd); err != nil {
 		return fmt.Errorf("faultnet: %w", err)
 	}
-	cmd.Args = append([]string{"nsenter", "--net=" + n.NetNS(node), "--", cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = nsenter
 	return nil
 }
 
@@ -451,96 +400,18 @@ func takeLock(prefix string, wait time.Duration) (*os.File, error) {
 	}
 }
 
-// removeSet finds the holders of the namespaces of prefix (by their tag)
-// and kills every process in those namespaces, holders last: the
-// namespaces, their veth pairs and bridges go with the last of them.
+// removeSet kills every process in the namespaces of prefix's holders
+// (found by their tag), holders last: the namespaces, their veth pairs and
+// bridges go with the last of them.
 func removeSet(prefix string) error {
-	holders, err := holdersOf(prefix)
-	if err != nil {
-		return err
+	if err := netns.Remove(tag + prefix + "_"); err != nil {
+		return fmt.Errorf("faultnet: %w", err)
 	}
-	var errs []error
-	for _, h := range holders {
-		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", h))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		errs = append(errs, killNamespace(ns, h))
-	}
-	return errors.Join(errs...)
-}
-
-// holdersOf lists the live holders of prefix's namespaces.
-func holdersOf(prefix string) ([]int, error) {
-	return pidsWhere(func(pid int) bool {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		for _, arg := range strings.Split(string(b), "\x00") {
-			if strings.HasPrefix(arg, tag+prefix+"_") {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-// killNamespace kills (SIGKILL) the processes whose network namespace is
-// ns, the holder's included, until none is left: a shell may start a
-// child between two looks.
-func killNamespace(ns string, holder int) error {
-	self := os.Getpid()
-	for range 100 {
-		pids, err := pidsWhere(func(pid int) bool {
-			l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
-			return l == ns && pid != self
-		})
-		if err != nil {
-			return err
-		}
-		if len(pids) == 0 {
-			return nil
-		}
-		for _, p := range pids {
-			syscall.Kill(p, syscall.SIGKILL)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("faultnet: processes of %s (holder %d) outlive SIGKILL", ns, holder)
-}
-
-// pidsWhere lists the live processes (not zombies: a killed process that
-// no one has waited for yet is done) for which keep is true.
-func pidsWhere(keep func(pid int) bool) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !keep(pid) {
-			continue
-		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !zombie(string(st)) {
-			out = append(out, pid)
-		}
-	}
-	return out, nil
-}
-
-// zombie reads the state field of /proc/PID/stat (after the command's
-// closing parenthesis, which the command itself may contain).
-func zombie(stat string) bool {
-	i := strings.LastIndexByte(stat, ')')
-	return i >= 0 && strings.HasPrefix(stat[i+1:], " Z")
+	return nil
 }
 
 // ip runs iproute2's ip inside role's namespace ("hub" or a node), its
 // output in the error.
 func (n *Net) ip(role string, args ...string) error {
-	full := append([]string{"--net=" + n.NetNS(role), "--", "ip"}, args...)
-	out, err := exec.Command("nsenter", full...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s (in %s): %v: %s", strings.Join(args, " "), role, err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return netns.IP(n.holder[role], args...)
 }

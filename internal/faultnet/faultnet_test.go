@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hpc/internal/netns"
 )
 
 // helperEnv makes the test binary a helper inside a namespace:
@@ -125,7 +127,7 @@ func startNet(t *testing.T, nodes ...string) *Net {
 // namespaces counts the live holders of prefix's namespaces.
 func namespaces(t *testing.T, prefix string) int {
 	t.Helper()
-	h, err := holdersOf(prefix)
+	h, err := netns.Holders(tag + prefix + "_")
 	if err != nil {
 		t.Fatal(err)
 	}
