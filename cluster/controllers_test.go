@@ -142,6 +142,13 @@ func TestControllerOnlyHost(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		st = l.status("node1", map[string]string{"ctl1": api.RoleLeader})
 	}
+	// scontrol show config on a node that holds no state answers too.
+	var conf struct {
+		ClusterName string `json:"cluster_name"`
+	}
+	if err := l.client("node1").Config(context.Background(), &conf); err != nil {
+		t.Errorf("node1's config: %v", err)
+	}
 	if st.Leader != "ctl1" || st.RaftState != "Agent (not a controller)" || !slices.Equal(st.Voters, []string{"ctl1"}) {
 		t.Errorf("node1's status: leader %q, its state %q, voters %v", st.Leader, st.RaftState, st.Voters)
 	}

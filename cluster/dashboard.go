@@ -425,7 +425,8 @@ func (d *Daemon) handleDashJob(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	ctx = peer.WithIdentity(ctx, id.Identity)
-	jobs, err := d.local.Job(ctx, jid)
+	var jobs []api.Job
+	err = throughFailover(ctx, func() (err error) { jobs, err = d.local.Job(ctx, jid); return err })
 	if err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
@@ -439,7 +440,11 @@ func (d *Daemon) handleDashJob(w http.ResponseWriter, r *http.Request) {
 	cfg := d.conf()
 	out := dashJobDetail{Job: dashJobOf(j, cfg.Topology, leafSwitches(cfg.Topology))}
 	out.ScriptNote = d.dashScript(ctx, id, j, &out.Script)
-	rows, err := d.local.Acct(ctx, api.AcctQuery{JobIDs: []uint64{jid}, AllUsers: true})
+	var rows []api.AcctRow
+	err = throughFailover(ctx, func() (err error) {
+		rows, err = d.local.Acct(ctx, api.AcctQuery{JobIDs: []uint64{jid}, AllUsers: true})
+		return err
+	})
 	if err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, err)
 		return
@@ -537,4 +542,23 @@ func (d *Daemon) handleDashAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	peer.WriteJSON(w, map[string]any{"ok": true})
+}
+
+// throughFailover calls fn again, every quarter second, while it fails for
+// want of a leader (one was killed and the next is not elected yet, or a
+// forward went to the dead one), until ctx ends: a page's request waits
+// out a failover rather than failing in the middle of it.
+func throughFailover(ctx context.Context, fn func() error) error {
+	for {
+		err := fn()
+		var ae *api.Error
+		if err == nil || !errors.As(err, &ae) || ae.Message != api.ErrNoLeader {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -104,7 +104,12 @@ func (d *Daemon) handleDashOutput(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	out, err := d.local.JobOutput(peer.WithIdentity(ctx, id.Identity), jid, r.URL.Query().Get("stream"), 0)
+	ctx = peer.WithIdentity(ctx, id.Identity)
+	var out *api.JobOutput
+	err = throughFailover(ctx, func() (err error) {
+		out, err = d.local.JobOutput(ctx, jid, r.URL.Query().Get("stream"), 0)
+		return err
+	})
 	if err != nil {
 		code := http.StatusBadRequest
 		if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Message == api.ErrUserIDMissing {

@@ -761,7 +761,9 @@ func (d *Daemon) handleConfig(w http.ResponseWriter, r *http.Request) {
 		conf = filepath.Join(filepath.Dir(d.o.Dir), "slurm.conf")
 	}
 	info := api.ConfigInfo{SlurmConf: conf, BootTime: daemonBoot, StateSaveLocation: d.o.Dir}
-	d.fsm.View(func(st *fsm.State) { info.NextJobID = st.NextJobID })
+	if d.fsm != nil { // a controller; a compute or login node holds no state
+		d.fsm.View(func(st *fsm.State) { info.NextJobID = st.NextJobID })
+	}
 	peer.WriteJSON(w, struct {
 		*config.Config
 		api.ConfigInfo

@@ -11,15 +11,23 @@ import (
 // beyond what may start now (reason JobArrayTaskLimit).
 func (st *State) ArrayThrottled() map[uint64]bool {
 	running := map[uint64]int{}
-	limits := map[uint64]int{}
+	limits := map[uint64]int{} // by array: its %N (0: none), read once
 	var pending []*api.Job
 	for _, j := range st.Jobs {
 		if j.ArrayJobID == 0 {
 			continue
 		}
-		if _, lim, err := jobspec.ParseArray(j.Spec.Array); err == nil && lim > 0 {
+		lim, seen := limits[j.ArrayJobID]
+		if !seen {
+			// Every task carries its array's --array: parsing it once an
+			// array, not once a task, is what keeps a pass over 10,000
+			// tasks cheap.
+			if _, l, err := jobspec.ParseArray(j.Spec.Array); err == nil {
+				lim = l
+			}
 			limits[j.ArrayJobID] = lim
-		} else {
+		}
+		if lim <= 0 {
 			continue
 		}
 		switch j.State {
