@@ -54,7 +54,7 @@ type Scenario struct {
 }
 
 // all are the scenarios, in the order `list` shows them.
-var all = []*Scenario{backfill, gang, kubeBinding, topology, accounting, gpus, preemption}
+var all = []*Scenario{backfill, gang, kubeBinding, topology, fairshare, preemption, failover, nodeFailure, gpus, containers, accounting}
 
 // List returns the scenarios.
 func List() []*Scenario { return all }
@@ -85,6 +85,12 @@ type Options struct {
 	Cwd      string
 	Env      []string
 	Hostname string
+	// Lab stops and starts the lab's node daemons (node-failure,
+	// failover); nil where the lab's directory is out of reach.
+	Lab Lab
+	// Image is the root file system the containers scenario runs its
+	// job in ("": the first of the lab's images/ that has a /bin/sh).
+	Image string
 }
 
 // Run is one scenario's run on a lab: its client, what it submitted, and
