@@ -37,6 +37,7 @@ func labCommand(e *Env) *cli.Command {
 						&cli.Float64Flag{Name: "scale", Value: 1, Usage: "multiply the jobs' run times (0.1: a quick run)"},
 						&cli.BoolFlag{Name: "json", Usage: "print only the verdicts, one JSON object a line"},
 						&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the verdicts"},
+						&cli.StringFlag{Name: "image", Usage: "the root file system (a directory) the containers scenario runs its job in (default: the first of the lab directory's images/)"},
 					},
 					Action: func(c *cli.Context) error { return runScenarios(e, c) },
 				},
@@ -86,7 +87,8 @@ func runScenarios(e *Env, c *cli.Context) error {
 		return cli.Exit(strings.TrimSpace("hpc: error: "+msg+"\n"+detail), 1)
 	}
 	term := isTerminal(e.Stdout)
-	o := scenario.Options{Scale: c.Float64("scale"), Terminal: term, Cwd: e.Cwd, Env: e.Environ, Hostname: e.Hostname}
+	o := scenario.Options{Scale: c.Float64("scale"), Terminal: term, Cwd: e.Cwd, Env: e.Environ, Hostname: e.Hostname,
+		Lab: findScenarioLab(e), Image: c.String("image")}
 	if !c.Bool("json") && !c.Bool("quiet") {
 		o.Out = e.Stdout
 	}

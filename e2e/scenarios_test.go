@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"hpc/commands/scenario"
+	"hpc/internal/testrootfs"
 )
 
 // scenarioScale runs the scenarios' jobs at 15% of their classroom
@@ -27,12 +28,22 @@ const scenarioScale = "0.15"
 func TestScenarios(t *testing.T) {
 	needLab(t)
 	gpus := false // the GPU nodes have device files the devices cgroup tells apart
-	l, _ := startLab(t, "hpc-scenarios-", 4, "KillWait=2\nPreemptType=preempt/qos\nPreemptMode=REQUEUE\n", func(top string) {
+	// Fair-share priority for fairshare; a SlurmdTimeout short enough for
+	// node-failure's node to go DOWN soon.
+	extra := "KillWait=2\nPreemptType=preempt/qos\nPreemptMode=REQUEUE\n" +
+		"PriorityType=priority/multifactor\nPriorityWeightFairshare=10000\nSlurmdTimeout=6\n"
+	l, _ := startLab(t, "hpc-scenarios-", 4, extra, func(top string) {
 		if err := os.WriteFile(filepath.Join(top, "topology.conf"), []byte(dashTopology), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		gpus = scenarioGPUs(t, top)
 	})
+	// containers' image, where the scenario looks for one: the lab
+	// directory's images/.
+	images := filepath.Join(l.dir, "images")
+	os.MkdirAll(images, 0o755)
+	testrootfs.Build(t, filepath.Join(images, "busybox"), "hpc scenario image\n")
+	containers := strings.Contains(func() string { out, _, _ := l.run(0, l.top, "status"); return out }(), "Steps:    containers")
 	out, errs, code := l.run(0, l.top, "lab", "scenario", "list")
 	if code != 0 {
 		t.Fatalf("hpc lab scenario list: exit %d\n%s%s", code, out, errs)
@@ -67,6 +78,9 @@ func TestScenarios(t *testing.T) {
 			}
 			if s.Name == "gpus" && !gpus && v.Result == scenario.Skip {
 				t.Skipf("no device numbers to borrow for the fake GPUs: %s", v.Summary)
+			}
+			if s.Name == "containers" && !containers && v.Result == scenario.Skip {
+				t.Skipf("steps do not run in containers here: %s", v.Summary)
 			}
 			if v.Result != scenario.Pass || code != 0 {
 				t.Errorf("%s: %s (exit %d): %s", s.Name, v.Result, code, v.Summary)

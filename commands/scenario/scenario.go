@@ -53,8 +53,13 @@ type Scenario struct {
 	run   func(r *Run) Verdict
 }
 
-// all are the scenarios, in the order `list` shows them.
-var all = []*Scenario{backfill, gang, kubeBinding, topology, accounting, gpus, preemption}
+// all are the scenarios, in the order `list` shows them. fairshare
+// (fairshare.go) is not among them yet: on a lab its two accounts' shares
+// of the CPU-seconds came out 0.57/0.43 to 0.90/0.10 against 0.75/0.25
+// over a run of a quarter of a minute, and until it is known whether the
+// run is too short for usage to steer priorities or the scheduler's
+// fair-share ordering is at fault, it would teach the wrong thing.
+var all = []*Scenario{backfill, gang, kubeBinding, topology, preemption, failover, nodeFailure, gpus, containers, accounting}
 
 // List returns the scenarios.
 func List() []*Scenario { return all }
@@ -85,6 +90,12 @@ type Options struct {
 	Cwd      string
 	Env      []string
 	Hostname string
+	// Lab stops and starts the lab's node daemons (node-failure,
+	// failover); nil where the lab's directory is out of reach.
+	Lab Lab
+	// Image is the root file system the containers scenario runs its
+	// job in ("": the first of the lab's images/ that has a /bin/sh).
+	Image string
 }
 
 // Run is one scenario's run on a lab: its client, what it submitted, and

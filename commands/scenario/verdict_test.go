@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +287,134 @@ func TestJudgeGPUs(t *testing.T) {
 	two.job.Alloc = []api.NodeAlloc{{Node: "node3", Gres: []api.GresAlloc{{Name: "gpu", Indices: []int{0, 1}}}}}
 	if res, sum, _ := judgeGPUs(two); res != Fail {
 		t.Errorf("two GPUs given: %s %s, want FAIL", res, sum)
+	}
+}
+
+func TestJudgeFairshare(t *testing.T) {
+	good := fsObs{from: at(0), to: at(60),
+		cpuSec: map[string]float64{fsBig: 350, fsSmall: 130},
+		jobs:   map[string]int{fsBig: 35, fsSmall: 13},
+		shares: map[string]int{fsBig: 3, fsSmall: 1}}
+	if res, sum, ev := judgeFairshare(good); res != Pass {
+		t.Errorf("good run: %s %s %v", res, sum, ev)
+	} else if !strings.Contains(strings.Join(ev, "\n"), "0.73 of the usage") {
+		t.Errorf("the evidence lacks the figures: %v", ev)
+	}
+	cases := map[string]func(o *fsObs){
+		// FIFO or an even split: the shares made no difference.
+		"even split": func(o *fsObs) { o.cpuSec[fsBig], o.cpuSec[fsSmall] = 240, 240 },
+		// The small account starved.
+		"starved": func(o *fsObs) { o.cpuSec[fsSmall], o.jobs[fsSmall] = 0, 0 },
+		// Nothing ran at all.
+		"nothing": func(o *fsObs) { o.cpuSec, o.jobs = map[string]float64{}, map[string]int{} },
+	}
+	for name, change := range cases {
+		o := good
+		o.cpuSec = map[string]float64{fsBig: 350, fsSmall: 130}
+		o.jobs = map[string]int{fsBig: 35, fsSmall: 13}
+		change(&o)
+		if res, sum, _ := judgeFairshare(o); res != Fail {
+			t.Errorf("%s: %s %s, want FAIL", name, res, sum)
+		}
+	}
+}
+
+func TestJudgeNodeFailure(t *testing.T) {
+	good := nodeFailObs{firstNode: "node2", killed: at(1), down: at(8.5), downReason: "Not responding",
+		requeued: at(8.6), timeout: 6, t0: t0}
+	good.final = ran(5, "nf-requeue", 9, 18, api.StateCompleted, "node3")
+	good.final.Restarts = 1
+	if res, sum, ev := judgeNodeFailure(good); res != Pass {
+		t.Errorf("good run: %s %s %v", res, sum, ev)
+	}
+	cases := map[string]func(o *nodeFailObs){
+		"never down":      func(o *nodeFailObs) { o.down = time.Time{} },
+		"down too soon":   func(o *nodeFailObs) { o.down = at(2) },
+		"not requeued":    func(o *nodeFailObs) { o.final.Restarts = 0 },
+		"same node":       func(o *nodeFailObs) { o.final.Alloc = []api.NodeAlloc{{Node: "node2", CPUs: 2}} },
+		"ended NODE_FAIL": func(o *nodeFailObs) { o.final.State = api.StateNodeFail },
+	}
+	for name, change := range cases {
+		o := good
+		change(&o)
+		if res, sum, _ := judgeNodeFailure(o); res != Fail {
+			t.Errorf("%s: %s %s, want FAIL", name, res, sum)
+		}
+	}
+}
+
+func TestJudgeFailover(t *testing.T) {
+	mk := func() failoverObs {
+		o := failoverObs{oldLeader: "node1", newLeader: "node2", killed: at(2), elected: at(4),
+			running: []uint64{1, 2}, pending: []uint64{3}, ids: []uint64{1, 2, 3}, t0: t0,
+			final: map[uint64]api.Job{
+				1: ran(1, "fo-0", 0.5, 5, api.StateCompleted, "node2"),
+				2: ran(2, "fo-1", 0.5, 5, api.StateCompleted, "node3"),
+				3: ran(3, "fo-2", 5.2, 9, api.StateCompleted, "node2"),
+			},
+			completedRows: map[uint64]int{1: 1, 2: 1, 3: 1}}
+		return o
+	}
+	if res, sum, ev := judgeFailover(mk()); res != Pass {
+		t.Errorf("good run: %s %s %v", res, sum, ev)
+	}
+	cases := map[string]func(o *failoverObs){
+		"no new leader": func(o *failoverObs) { o.newLeader = "" },
+		"lost":          func(o *failoverObs) { delete(o.final, 3) },
+		"twice":         func(o *failoverObs) { o.completedRows[2] = 2 },
+		"requeued":      func(o *failoverObs) { j := o.final[1]; j.Restarts = 1; o.final[1] = j },
+		"failed":        func(o *failoverObs) { j := o.final[2]; j.State = api.StateNodeFail; o.final[2] = j },
+		"pending never started late": func(o *failoverObs) {
+			j := o.final[3]
+			j.StartTime = at(1)
+			o.final[3] = j
+		},
+	}
+	for name, change := range cases {
+		o := mk()
+		change(&o)
+		if res, sum, _ := judgeFailover(o); res != Fail {
+			t.Errorf("%s: %s %s, want FAIL", name, res, sum)
+		}
+	}
+}
+
+func TestJudgeContainers(t *testing.T) {
+	good := containerObs{image: "/lab/images/busybox",
+		host:    ran(1, "ct-host", 0.2, 0.4, api.StateCompleted, "node1"),
+		inImage: ran(2, "ct-image", 0.2, 0.5, api.StateCompleted, "node2"),
+		hostOut: "os-release: PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nprograms in /bin: 1203\n",
+		imgOut:  "os-release: none\nprograms in /bin: 98\n",
+		want:    []string{"os-release: none", "programs in /bin: 98"}}
+	if res, sum, ev := judgeContainers(good); res != Pass {
+		t.Errorf("good run: %s %s %v", res, sum, ev)
+	}
+	cases := map[string]func(o *containerObs){
+		// --container-image ignored: both ran on the node's files.
+		"image ignored": func(o *containerObs) { o.imgOut = o.hostOut },
+		// Both in the image: the plain job saw the same.
+		"same":   func(o *containerObs) { o.hostOut = o.imgOut },
+		"failed": func(o *containerObs) { o.inImage.State = api.StateFailed },
+		"empty":  func(o *containerObs) { o.hostOut = "" },
+	}
+	for name, change := range cases {
+		o := good
+		change(&o)
+		if res, sum, _ := judgeContainers(o); res != Fail {
+			t.Errorf("%s: %s %s, want FAIL", name, res, sum)
+		}
+	}
+}
+
+func TestInImage(t *testing.T) {
+	img := t.TempDir()
+	os.MkdirAll(filepath.Join(img, "usr", "lib"), 0o755)
+	os.MkdirAll(filepath.Join(img, "etc"), 0o755)
+	os.WriteFile(filepath.Join(img, "usr", "lib", "os-release"), []byte("PRETTY_NAME=\"Tiny\"\n"), 0o644)
+	os.Symlink("../usr/lib/os-release", filepath.Join(img, "etc", "os-release"))
+	os.Symlink("usr/lib", filepath.Join(img, "bin"))
+	got, err := imageProbe(img)
+	if err != nil || strings.Join(got, "|") != `os-release: PRETTY_NAME="Tiny"|programs in /bin: 1` {
+		t.Errorf("imageProbe: %q %v", got, err)
 	}
 }
