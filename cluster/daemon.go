@@ -609,7 +609,7 @@ func (d *Daemon) shutdownOnce(keepSteps bool) {
 		_ = d.acct.Close()
 	}
 	if d.exec != nil {
-		if !keepSteps {
+		if !keepSteps && d.agent != nil { // nil: the start failed before the agent was made
 			d.agent.KillAll(time.Second)
 		}
 		_ = d.exec.Close()
