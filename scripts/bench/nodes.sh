@@ -82,8 +82,13 @@ for ((t = 0; t < 600; t++)); do
   sleep 0.5
 done
 b=$(date +%s.%N)
-[[ $up -ge $want ]] || { log "only $up of $want nodes idle after 300 s"; tail -5 "$work/simnodes.log" >&2; exit 1; }
-printf 'nodes UP (%d)\t%s\ts\n' "$want" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", b - a }')"
+if [[ $up -ge $want ]]; then
+  printf 'nodes UP (%d)\t%s\ts\n' "$want" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", b - a }')"
+else
+  # The figures below are still taken, with the nodes that made it.
+  log "only $up of $want nodes idle after 300 s"
+  printf 'nodes idle after 300 s (of %d)\t%s\tnodes\n' "$want" "$up"
+fi
 L=$("$hpc" status | awk '/^Leader:/ { print $2 }')
 pid=$(pgrep -f -- "daemon --name $L --dir $lab" | head -1)
 tick=$(getconf CLK_TCK)
