@@ -143,7 +143,7 @@ func (d *Daemon) carryOnIntents() {
 	var launch, kill []*api.Job
 	keep := map[uint64]bool{}
 	d.fsm.View(func(st *fsm.State) {
-		for _, j := range st.Jobs {
+		for j := range st.NotPending() {
 			switch {
 			case j.BatchHost == "":
 			case j.State == api.StateRunning && !j.Launched:

@@ -165,26 +165,25 @@ func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, m
 		throttled = st.ArrayThrottled()
 		snap.Nodes = schedNodes(cfg, st)
 		snap.QOS, snap.Assocs = st.Acct.SchedInputs()
-		for _, j := range st.Jobs {
-			switch j.State {
-			case api.StateRunning, api.StateCompleting:
+		// The state's index (fsm/index.go) hands over the jobs not
+		// pending and the pending ones without a hold: a held job waits
+		// for scontrol release whatever the cluster does (its reason is
+		// the hold's, schedView's overlay), so thousands held cost a pass
+		// nothing.
+		for j := range st.NotPending() {
+			if j.State == api.StateRunning || j.State == api.StateCompleting {
 				snap.Running = append(snap.Running, runningJob(j))
-			case api.StatePending:
-				if throttled[j.ID] {
-					continue // its array's %N limit is reached
-				}
-				if j.Hold != "" {
-					// A held job waits for scontrol release whatever the
-					// cluster does; its reason is the hold's (schedView's
-					// overlay). Thousands held cost a pass nothing.
-					continue
-				}
-				cp := *j
-				jobs[j.ID] = &cp
-				r := d.view.request(j)
-				r.Dependency = dependencyState(j, st)
-				snap.Pending = append(snap.Pending, r)
 			}
+		}
+		for j := range st.Unheld() {
+			if throttled[j.ID] {
+				continue // its array's %N limit is reached
+			}
+			cp := *j
+			jobs[j.ID] = &cp
+			r := d.view.request(j)
+			r.Dependency = dependencyState(j, st)
+			snap.Pending = append(snap.Pending, r)
 		}
 	})
 	if snap.Config.PriorityWeightFairshare > 0 {
@@ -249,7 +248,7 @@ func (d *Daemon) enforceTimeLimits() {
 	now := d.now()
 	var over []*api.Job
 	d.fsm.View(func(st *fsm.State) {
-		for _, j := range st.Jobs {
+		for j := range st.NotPending() {
 			lim := j.Spec.TimeLimitMin
 			if j.State != api.StateRunning || j.TimedOut || lim <= 0 {
 				continue
@@ -284,9 +283,9 @@ func (d *Daemon) purgeOldJobs() {
 	cutoff := d.now().Add(-time.Duration(d.conf().MinJobAge) * time.Second)
 	var ids []uint64
 	d.fsm.View(func(st *fsm.State) {
-		for id, j := range st.Jobs {
+		for j := range st.NotPending() {
 			if j.State.Final() && j.EndTime.Before(cutoff) {
-				ids = append(ids, id)
+				ids = append(ids, j.ID)
 			}
 		}
 	})

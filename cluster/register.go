@@ -135,7 +135,7 @@ func (d *Daemon) reconcileRegistration(reg *api.NodeRegistration) (resp api.Regi
 				resp.KillSteps = append(resp.KillSteps, s)
 			}
 		}
-		for _, j := range st.Jobs {
+		for j := range st.NotPending() {
 			if j.BatchHost != reg.Node || has[j.ID] || (j.State != api.StateRunning && j.State != api.StateCompleting) {
 				continue
 			}

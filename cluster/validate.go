@@ -179,7 +179,7 @@ func allocShape(s *api.JobSpec) (nodes, ntasks, perNode, cpt int) {
 // nodesView builds the node and partition lists that sinfo shows.
 func nodesView(cfg *config.Config, st *fsm.State) api.NodesResponse {
 	alloc := map[string]*api.NodeAlloc{}
-	for _, j := range st.Jobs {
+	for j := range st.NotPending() {
 		if j.State != api.StateRunning && j.State != api.StateCompleting {
 			continue
 		}

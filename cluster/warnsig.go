@@ -38,7 +38,7 @@ func (d *Daemon) sendWarnSignals() {
 	}
 	var due []warn
 	d.fsm.View(func(st *fsm.State) {
-		for _, j := range st.Jobs {
+		for j := range st.NotPending() {
 			lim := j.Spec.TimeLimitMin
 			if j.State != api.StateRunning || j.Warned || j.Spec.Signal == "" || lim <= 0 {
 				continue

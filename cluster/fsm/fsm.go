@@ -60,6 +60,10 @@ type State struct {
 	Conf       *config.Files      `json:"conf,omitempty"`
 	// Tokens are the recent submissions' tokens (tokens.go).
 	Tokens *SubmitTokens `json:"submit_tokens,omitempty"`
+
+	// idx is which jobs the leader's loop reads (index.go): the live
+	// state's only.
+	idx *jobIndex
 }
 
 // FSM is the Raft state machine of the controller. Its contract, as
@@ -98,6 +102,9 @@ type FSM struct {
 	// already copied since the latest snapshot.
 	snapshots int
 	owned     map[uint64]bool
+	// dirty are the jobs the entry being applied wrote: the index files
+	// them again once it is applied.
+	dirty []uint64
 
 	// notify, when set, is called after each Apply with the entry's type
 	// (outside the lock); the leader's loop uses it to wake up.
@@ -119,6 +126,7 @@ func (f *FSM) OnApply(fn func(Type)) { f.notify = fn }
 
 func emptyState(cfg *config.Config) State {
 	st := State{NextJobID: 1, Jobs: map[uint64]*api.Job{}, Nodes: map[string]*NodeState{}, Acct: acct.New()}
+	st.buildIndex()
 	st.Acct.AddSlurmUser(cfg.SlurmUser)
 	for _, n := range cfg.Nodes {
 		st.Nodes[n.Name] = &NodeState{State: "UNKNOWN"}
@@ -160,6 +168,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			continue
 		}
 		res, touched := f.apply(op)
+		for _, id := range append(f.dirty, touched...) {
+			f.st.reindex(id)
+		}
+		f.dirty = f.dirty[:0]
 		if errors.Is(res.Err, errMalformed) {
 			f.log.Warn("refused a malformed log entry", "index", l.Index, "type", op.Type(), "err", res.Err)
 		}
@@ -256,6 +268,7 @@ func (f *FSM) apply(op Op) (Result, []uint64) {
 // jobForWrite returns job id for Apply to change, first copying it if a
 // live snapshot shares the record. Called with f.mu held.
 func (f *FSM) jobForWrite(id uint64) *api.Job {
+	f.dirty = append(f.dirty, id) // the index files it again after the entry
 	j := f.st.Jobs[id]
 	if j == nil || f.snapshots == 0 || f.owned[id] {
 		return j
@@ -399,6 +412,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 	}
 	f.mu.Lock()
+	st.buildIndex()
 	f.st = st
 	f.setConfig(live)
 	ch := f.changed

@@ -56,6 +56,7 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 		j.Reason = api.ReasonNone
 		j.SubmitTime = op.Time
 		st.Jobs[j.ID] = &j
+		f.dirty = append(f.dirty, j.ID)
 		if f.owned != nil {
 			f.owned[j.ID] = true // a new record: no snapshot holds it
 		}
@@ -232,6 +233,7 @@ func (f *FSM) applyPurge(op *Purge) (Result, []uint64) {
 	for _, id := range op.JobIDs {
 		if j := f.st.Jobs[id]; j != nil && j.State.Final() {
 			delete(f.st.Jobs, id)
+			f.dirty = append(f.dirty, id)
 		}
 	}
 	return Result{}, nil

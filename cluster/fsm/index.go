@@ -1,0 +1,77 @@
+package fsm
+
+import (
+	"iter"
+
+	"hpc/cluster/api"
+)
+
+// jobIndex names the jobs the leader's loop reads on every pass, so that
+// a pass over 100,000 held jobs reads none of them: the jobs not PENDING
+// (running, completing, and ended but not purged yet), and the PENDING
+// ones without a hold. The FSM keeps it up to date after each entry, from
+// the jobs the entry wrote (jobForWrite, submits, purges); a State that
+// has none (a snapshot's copy) is read by scanning every job.
+type jobIndex struct {
+	active map[uint64]struct{} // not PENDING
+	ready  map[uint64]struct{} // PENDING, no hold
+}
+
+// buildIndex makes the index from every job (a new state, a restore).
+func (st *State) buildIndex() {
+	st.idx = &jobIndex{active: map[uint64]struct{}{}, ready: map[uint64]struct{}{}}
+	for id := range st.Jobs {
+		st.reindex(id)
+	}
+}
+
+// reindex files job id as it is now (gone: nowhere).
+func (st *State) reindex(id uint64) {
+	if st.idx == nil {
+		return
+	}
+	delete(st.idx.active, id)
+	delete(st.idx.ready, id)
+	j := st.Jobs[id]
+	switch {
+	case j == nil:
+	case j.State != api.StatePending:
+		st.idx.active[id] = struct{}{}
+	case j.Hold == "":
+		st.idx.ready[id] = struct{}{}
+	}
+}
+
+// NotPending is every job not PENDING: running, completing, suspended,
+// and ended but not yet purged.
+func (st *State) NotPending() iter.Seq[*api.Job] {
+	return st.indexed(func(ix *jobIndex) map[uint64]struct{} { return ix.active },
+		func(j *api.Job) bool { return j.State != api.StatePending })
+}
+
+// Unheld is every PENDING job without a hold: those a scheduling pass
+// considers.
+func (st *State) Unheld() iter.Seq[*api.Job] {
+	return st.indexed(func(ix *jobIndex) map[uint64]struct{} { return ix.ready },
+		func(j *api.Job) bool { return j.State == api.StatePending && j.Hold == "" })
+}
+
+// indexed yields the jobs of one of the index's sets, or, without an
+// index, every job that is.
+func (st *State) indexed(set func(*jobIndex) map[uint64]struct{}, is func(*api.Job) bool) iter.Seq[*api.Job] {
+	return func(yield func(*api.Job) bool) {
+		if st.idx == nil {
+			for _, j := range st.Jobs {
+				if is(j) && !yield(j) {
+					return
+				}
+			}
+			return
+		}
+		for id := range set(st.idx) {
+			if j := st.Jobs[id]; j != nil && !yield(j) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"hpc/cluster/api"
+)
+
+// indexAgrees checks the index against every job: the sets hold what
+// scanning finds, no more.
+func indexAgrees(t *testing.T, f *FSM, when string) {
+	t.Helper()
+	f.View(func(st *State) {
+		var active, ready []uint64
+		for id, j := range st.Jobs {
+			switch {
+			case j.State != api.StatePending:
+				active = append(active, id)
+			case j.Hold == "":
+				ready = append(ready, id)
+			}
+		}
+		slices.Sort(active)
+		slices.Sort(ready)
+		gotA, gotR := slices.Sorted(maps.Keys(st.idx.active)), slices.Sorted(maps.Keys(st.idx.ready))
+		if !slices.Equal(gotA, active) || !slices.Equal(gotR, ready) {
+			t.Fatalf("%s: index active %v ready %v; the jobs say active %v ready %v", when, gotA, gotR, active, ready)
+		}
+		var n int
+		for range st.NotPending() {
+			n++
+		}
+		if n != len(active) {
+			t.Fatalf("%s: NotPending yields %d, want %d", when, n, len(active))
+		}
+	})
+}
+
+// The index follows every entry of the old log (submits, starts, ends,
+// cancels, requeues, holds, purges, ...) and a restore.
+func TestIndexFollowsTheLog(t *testing.T) {
+	entries := readLegacyLog(t)
+	f, _ := testFSM(t, testConfig(t))
+	for i, e := range entries {
+		f.Apply(&raft.Log{Index: uint64(i + 1), Data: e, Type: raft.LogCommand})
+		indexAgrees(t, f, fmt.Sprintf("after entry %d", i+1))
+	}
+	g, _ := testFSM(t, testConfig(t))
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if err := g.Restore(io.NopCloser(strings.NewReader(sink.String()))); err != nil {
+		t.Fatal(err)
+	}
+	indexAgrees(t, g, "after a restore")
+}
+
+// Held jobs are in neither set a pass reads; released, they are.
+func TestIndexHoldRelease(t *testing.T) {
+	f, _ := testFSM(t, testConfig(t))
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	res := applyOne(t, f, &Submit{Time: now, Job: &api.Job{Spec: api.JobSpec{Script: "#!/bin/sh\n", WorkDir: "/tmp", Hold: true}, Hold: "user"}})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	id := res.JobID
+	indexAgrees(t, f, "held")
+	f.View(func(st *State) {
+		for range st.Unheld() {
+			t.Error("a held job is unheld")
+		}
+	})
+	applyOne(t, f, &Hold{JobIDs: []uint64{id}, Hold: ""})
+	indexAgrees(t, f, "released")
+	applyOne(t, f, &Cancel{Time: now, JobID: id})
+	indexAgrees(t, f, "cancelled")
+	applyOne(t, f, &Purge{JobIDs: []uint64{id}})
+	indexAgrees(t, f, "purged")
+}
