@@ -91,6 +91,11 @@ func runScenarios(e *Env, c *cli.Context) error {
 		Lab: findScenarioLab(e), Image: c.String("image")}
 	if !c.Bool("json") && !c.Bool("quiet") {
 		o.Out = e.Stdout
+		if term {
+			o.Waiting = func(what string) scenario.Waiter {
+				return spinner{newProgress(e.Stdout, -1, "waiting for "+what)}
+			}
+		}
 	}
 	code := 0
 	for _, s := range run {
@@ -113,3 +118,14 @@ func runScenarios(e *Env, c *cli.Context) error {
 	}
 	return exit(code)
 }
+
+// spinner shows a scenario's wait on the terminal (progress.go).
+type spinner struct{ p *progress }
+
+func (s spinner) Clear() {
+	if s.p != nil {
+		_ = s.p.bar.Clear()
+	}
+}
+
+func (s spinner) Done() { s.p.done() }

@@ -217,6 +217,10 @@ func (r *Run) jobsByID(ids ...uint64) map[uint64]api.Job {
 func (r *Run) waitUntil(what string, timeout time.Duration, cond func() bool) {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
+		if r.o.Waiting != nil && r.waiting == nil { // shown once it is a wait
+			r.waiting = r.o.Waiting(what)
+			defer func() { r.waiting.Done(); r.waiting = nil }()
+		}
 		if time.Now().After(deadline) {
 			panic(abort{Verdict{Result: Fail, Summary: "timed out after " + timeout.String() + " waiting for " + what}})
 		}

@@ -96,6 +96,16 @@ type Options struct {
 	// Image is the root file system the containers scenario runs its
 	// job in ("": the first of the lab's images/ that has a /bin/sh).
 	Image string
+	// Waiting, when set, shows that the scenario waits for something (a
+	// spinner on a terminal) until the wait ends; nil shows nothing.
+	Waiting func(what string) Waiter
+}
+
+// Waiter is what shows a wait: Clear takes it off the line before the
+// narration prints one, Done ends it.
+type Waiter interface {
+	Clear()
+	Done()
 }
 
 // Run is one scenario's run on a lab: its client, what it submitted, and
@@ -110,6 +120,8 @@ type Run struct {
 	jobs []uint64  // what the scenario submitted, in order
 	undo []undoOp  // what to undo, done last first
 	t0   time.Time // the run's start
+	// waiting shows the wait in progress (Options.Waiting), nil if none.
+	waiting Waiter
 }
 
 type undoOp struct {
@@ -216,6 +228,9 @@ func dashboardURL(cfg *config.Config) string {
 // --- Narration.
 
 func (r *Run) printf(format string, args ...any) {
+	if r.waiting != nil {
+		r.waiting.Clear() // the line is the narration's; the wait shows again after
+	}
 	if r.o.Out != nil {
 		fmt.Fprintf(r.o.Out, format, args...)
 	}
