@@ -13,10 +13,7 @@ func (st *State) ArrayThrottled() map[uint64]bool {
 	running := map[uint64]int{}
 	limits := map[uint64]int{} // by array: its %N (0: none), read once
 	var pending []*api.Job
-	for _, j := range st.Jobs {
-		if j.ArrayJobID == 0 {
-			continue
-		}
+	for j := range st.ArrayTasks() { // the index's: not every job
 		lim, seen := limits[j.ArrayJobID]
 		if !seen {
 			// Every task carries its array's --array: parsing it once an

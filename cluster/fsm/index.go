@@ -8,18 +8,19 @@ import (
 
 // jobIndex names the jobs the leader's loop reads on every pass, so that
 // a pass over 100,000 held jobs reads none of them: the jobs not PENDING
-// (running, completing, and ended but not purged yet), and the PENDING
-// ones without a hold. The FSM keeps it up to date after each entry, from
+// (running, completing, and ended but not purged yet), the PENDING ones
+// without a hold, and the array tasks not ended. The FSM keeps it up to date after each entry, from
 // the jobs the entry wrote (jobForWrite, submits, purges); a State that
 // has none (a snapshot's copy) is read by scanning every job.
 type jobIndex struct {
 	active map[uint64]struct{} // not PENDING
 	ready  map[uint64]struct{} // PENDING, no hold
+	tasks  map[uint64]struct{} // array tasks not ended (ArrayThrottled)
 }
 
 // buildIndex makes the index from every job (a new state, a restore).
 func (st *State) buildIndex() {
-	st.idx = &jobIndex{active: map[uint64]struct{}{}, ready: map[uint64]struct{}{}}
+	st.idx = &jobIndex{active: map[uint64]struct{}{}, ready: map[uint64]struct{}{}, tasks: map[uint64]struct{}{}}
 	for id := range st.Jobs {
 		st.reindex(id)
 	}
@@ -32,7 +33,11 @@ func (st *State) reindex(id uint64) {
 	}
 	delete(st.idx.active, id)
 	delete(st.idx.ready, id)
+	delete(st.idx.tasks, id)
 	j := st.Jobs[id]
+	if j != nil && j.ArrayJobID != 0 && !j.State.Final() {
+		st.idx.tasks[id] = struct{}{}
+	}
 	switch {
 	case j == nil:
 	case j.State != api.StatePending:
@@ -54,6 +59,12 @@ func (st *State) NotPending() iter.Seq[*api.Job] {
 func (st *State) Unheld() iter.Seq[*api.Job] {
 	return st.indexed(func(ix *jobIndex) map[uint64]struct{} { return ix.ready },
 		func(j *api.Job) bool { return j.State == api.StatePending && j.Hold == "" })
+}
+
+// ArrayTasks is every task of a job array that has not ended.
+func (st *State) ArrayTasks() iter.Seq[*api.Job] {
+	return st.indexed(func(ix *jobIndex) map[uint64]struct{} { return ix.tasks },
+		func(j *api.Job) bool { return j.ArrayJobID != 0 && !j.State.Final() })
 }
 
 // indexed yields the jobs of one of the index's sets, or, without an

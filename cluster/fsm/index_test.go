@@ -19,8 +19,11 @@ import (
 func indexAgrees(t *testing.T, f *FSM, when string) {
 	t.Helper()
 	f.View(func(st *State) {
-		var active, ready []uint64
+		var active, ready, tasks []uint64
 		for id, j := range st.Jobs {
+			if j.ArrayJobID != 0 && !j.State.Final() {
+				tasks = append(tasks, id)
+			}
 			switch {
 			case j.State != api.StatePending:
 				active = append(active, id)
@@ -31,6 +34,10 @@ func indexAgrees(t *testing.T, f *FSM, when string) {
 		slices.Sort(active)
 		slices.Sort(ready)
 		gotA, gotR := slices.Sorted(maps.Keys(st.idx.active)), slices.Sorted(maps.Keys(st.idx.ready))
+		slices.Sort(tasks)
+		if gotT := slices.Sorted(maps.Keys(st.idx.tasks)); !slices.Equal(gotT, tasks) {
+			t.Fatalf("%s: index tasks %v; the jobs say %v", when, gotT, tasks)
+		}
 		if !slices.Equal(gotA, active) || !slices.Equal(gotR, ready) {
 			t.Fatalf("%s: index active %v ready %v; the jobs say active %v ready %v", when, gotA, gotR, active, ready)
 		}
@@ -90,4 +97,32 @@ func TestIndexHoldRelease(t *testing.T) {
 	indexAgrees(t, f, "cancelled")
 	applyOne(t, f, &Purge{JobIDs: []uint64{id}})
 	indexAgrees(t, f, "purged")
+}
+
+// An array's tasks are indexed until they end; ArrayThrottled reads them
+// from the index.
+func TestIndexArrayTasks(t *testing.T) {
+	f, _ := testFSM(t, testConfig(t))
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	res := applyOne(t, f, &Submit{Time: now, Job: &api.Job{Spec: api.JobSpec{Script: "#!/bin/sh\n", WorkDir: "/tmp", Array: "0-2%1"}}})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	indexAgrees(t, f, "submitted")
+	f.View(func(st *State) {
+		if th := st.ArrayThrottled(); len(th) != 2 || th[res.JobID] {
+			t.Errorf("throttled %v: want the second and third task", th)
+		}
+	})
+	applyOne(t, f, &Cancel{Time: now, JobID: res.JobID + 1})
+	indexAgrees(t, f, "a task cancelled")
+	f.View(func(st *State) {
+		n := 0
+		for range st.ArrayTasks() {
+			n++
+		}
+		if n != 2 {
+			t.Errorf("%d tasks not ended, want 2", n)
+		}
+	})
 }

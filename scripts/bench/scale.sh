@@ -12,6 +12,7 @@
 #   controller RSS             the leader's, with JOBS pending, MiB
 #   leader CPU                 the leader's CPU time per second over 10 s
 #                              with JOBS pending and nothing else to do, ms/s
+#                              (BENCH_PROFILE=FILE: its CPU profile then)
 # The lab listens on 127.0.107.1-4, ports 34817-34819 (reserved in
 # e2e/helpers_test.go's labAddrs).
 set -euo pipefail
@@ -73,5 +74,12 @@ printf 'sbatch --hold (%d pending)\t%s\tms\n' "$JOBS" "$(timed 10 sbatch --hold 
 printf 'controller RSS (%d pending)\t%s\tMiB\n' "$JOBS" "$(awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")"
 tick=$(getconf CLK_TCK)
 cpu() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
-c0=$(cpu); sleep 10; c1=$(cpu)
+c0=$(cpu)
+if [[ -n ${BENCH_PROFILE:-} ]]; then
+  # The leader's CPU profile over the same 10 s (go tool pprof -top FILE).
+  curl -s --unix-socket "$lab/$L/hpc.sock" -o "$BENCH_PROFILE" 'http://x/debug/pprof/profile?seconds=10'
+else
+  sleep 10
+fi
+c1=$(cpu)
 printf 'leader CPU (%d pending, idle)\t%s\tms/s\n' "$JOBS" "$(awk -v a="$c0" -v b="$c1" -v t="$tick" 'BEGIN { printf "%.1f", (b - a) * 1000 / t / 10 }')"
