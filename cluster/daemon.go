@@ -490,11 +490,11 @@ func (d *Daemon) joinLoop(peers []string) {
 	joined := false
 	for {
 		if !joined {
-			if joinSome(d.list, peers, len(peers)) > 0 {
+			if joinSome(d.ctx, d.list, peers, len(peers)) > 0 {
 				joined, delay = true, rejoinInterval
 			}
 		} else if missing := d.missingPeers(peers); len(missing) > 0 {
-			joinSome(d.list, missing, joinFanout) // those that answer are back
+			joinSome(d.ctx, d.list, missing, joinFanout) // those that answer are back
 		}
 		select {
 		case <-d.ctx.Done():
@@ -513,13 +513,13 @@ func (d *Daemon) joinLoop(peers []string) {
 const joinFanout = 3
 
 // joinSome tries peers in a random order, joinFanout at a time, until one
-// batch joins or up to limit peers were tried; it returns how many
-// answered.
-func joinSome(list *memberlist.Memberlist, peers []string, limit int) int {
+// batch joins, up to limit peers were tried or ctx ends; it returns how
+// many answered.
+func joinSome(ctx context.Context, list *memberlist.Memberlist, peers []string, limit int) int {
 	order := slices.Clone(peers)
 	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	order = order[:min(len(order), limit)]
-	for len(order) > 0 {
+	for len(order) > 0 && ctx.Err() == nil { // a daemon stopping tries no more
 		batch := order[:min(len(order), joinFanout)]
 		order = order[len(batch):]
 		if n, _ := list.Join(batch); n > 0 { // an error names those that did not answer

@@ -543,7 +543,8 @@ func removeLabDir(t *testing.T, dir string) {
 		}
 	}
 	if len(mounts) > 0 {
-		t.Errorf("%d mounts were left under %s (a daemon died?)", len(mounts), dir)
+		t.Errorf("%d mounts were left under %s (a daemon died?), such as %s", len(mounts), dir,
+			strings.Join(mounts[len(mounts)-min(len(mounts), 4):], " "))
 	}
 	os.RemoveAll(dir)
 }

@@ -166,7 +166,9 @@ func (l *netLab) stop() {
 			l.started(n, l.fn.Restart(n))
 		}
 	}
-	l.run(0, l.top, "down", "--dir", l.dir)
+	if out, errs, code := l.run(0, l.top, "down", "--dir", l.dir); code != 0 {
+		l.t.Logf("hpc down: exit %d\n%s%s", code, out, errs)
+	}
 	if os.Getenv(labRaceEnv) != "" {
 		for _, n := range l.nodes {
 			if b, _ := os.ReadFile(filepath.Join(l.dir, n, "hpc.log")); strings.Contains(string(b), "WARNING: DATA RACE") {
