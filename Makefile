@@ -6,7 +6,7 @@ BIN     := bin/hpc
 # renderer's tables) every command would pay at each start.
 export GOFLAGS += -tags=$(shell cat scripts/go-tags)
 
-.PHONY: all build up down test test-short fuzz bench arm64 generate clean
+.PHONY: all build up down test test-short fuzz bench arm64 clean
 
 all: build
 
@@ -47,10 +47,6 @@ bench:
 # and qemu from Debian).
 arm64:
 	scripts/arm64.sh
-
-# Generated code: the job decoder clients read long job lists with.
-generate:
-	$(GO) run github.com/mailru/easyjson/easyjson -no_std_marshalers -output_filename cluster/api/job_easyjson.go cluster/api/types.go
 
 clean:
 	rm -rf bin

@@ -2,21 +2,19 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
-	"github.com/mailru/easyjson/jwriter"
-
 	"hpc/cluster/api"
 )
 
 // Job lists are the daemon's longest answers (squeue of 100,000 pending
 // jobs is 35 MB of JSON): they are encoded by every core at once, a chunk
-// of jobs each, with the code generated for api.Job (job_easyjson.go),
-// and written in order as the client reads them. The
+// of jobs each, and written in order as the client reads them. The
 // answer is one JSON object whose lines a client may also read one by one
 // (api.Client's jobList decodes them side by side):
 //
@@ -71,15 +69,13 @@ func writeJobList(w http.ResponseWriter, jobs []*api.Job, see func(*api.Job) api
 				}
 				buf := pool.Get().(*bytes.Buffer)
 				buf.Reset()
+				enc := json.NewEncoder(buf)
 				for i := c * jobListChunk; i < min(len(jobs), (c+1)*jobListChunk); i++ {
 					if i > 0 {
 						buf.WriteByte(',')
 					}
 					seen := see(jobs[i])
-					var jw jwriter.Writer // the code generated for api.Job
-					seen.MarshalEasyJSON(&jw)
-					_, _ = jw.DumpTo(buf) // api.Job always encodes
-					buf.WriteByte('\n')
+					_ = enc.Encode(&seen) // api.Job always encodes; Encode ends it with a newline
 				}
 				done[c] <- buf
 			}

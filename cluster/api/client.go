@@ -19,8 +19,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mailru/easyjson"
 )
 
 // Client talks to the local node's API over its unix socket. The node
@@ -170,8 +168,7 @@ func (c *Client) Job(ctx context.Context, id uint64) ([]Job, error) {
 // a list sized once by the count: a list of 100,000 jobs is never held
 // twice, as text and as records. The daemon writes one job per line
 // (cluster's joblist.go); those lines are decoded side by side, on every
-// core, by the decoder generated for Job (job_easyjson.go: three times
-// encoding/json's speed). An answer not framed so is read as plain JSON.
+// core. An answer not framed so is read as plain JSON.
 func (c *Client) jobList(ctx context.Context, path string) ([]Job, error) {
 	resp, err := c.send(ctx, http.MethodGet, path, nil)
 	if err != nil {
@@ -236,7 +233,7 @@ func jobLines(br *bufio.Reader, n int) ([]Job, error) {
 			for b := range work {
 				start := 0
 				for k, end := range b.ends {
-					if err := easyjson.Unmarshal(b.data[start:end], &jobs[b.first+k]); err != nil {
+					if err := json.Unmarshal(b.data[start:end], &jobs[b.first+k]); err != nil {
 						mu.Lock()
 						decodeErr = cmp.Or(decodeErr, err)
 						mu.Unlock()

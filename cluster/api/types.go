@@ -153,12 +153,7 @@ type GresAlloc struct {
 	Indices []int  `json:"indices"`
 }
 
-// Job is the controller's record of a job. Clients decode long job lists
-// with the code generated for it (job_easyjson.go): after changing Job or
-// a type in it, run `make generate` (TestJobDecoderUpToDate fails until
-// then).
-//
-//easyjson:json
+// Job is the controller's record of a job.
 type Job struct {
 	ID         uint64      `json:"id"`
 	Spec       JobSpec     `json:"spec"`
