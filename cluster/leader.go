@@ -161,6 +161,8 @@ func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, m
 	}
 	jobs := map[uint64]*api.Job{}
 	var throttled map[uint64]bool
+	fairshare := snap.Config.PriorityWeightFairshare > 0
+	var ended []sched.Usage // for fair-share: schedview.go's usageFor
 	d.fsm.View(func(st *fsm.State) {
 		throttled = st.ArrayThrottled()
 		snap.Nodes = schedNodes(cfg, st)
@@ -173,6 +175,10 @@ func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, m
 		for j := range st.NotPending() {
 			if j.State == api.StateRunning || j.State == api.StateCompleting {
 				snap.Running = append(snap.Running, runningJob(j))
+			} else if fairshare {
+				if u, ok := endedUsage(j); ok {
+					ended = append(ended, u)
+				}
 			}
 		}
 		for j := range st.Unheld() {
@@ -186,8 +192,8 @@ func (d *Daemon) snapshot(now time.Time) (sched.Snapshot, map[uint64]*api.Job, m
 			snap.Pending = append(snap.Pending, r)
 		}
 	})
-	if snap.Config.PriorityWeightFairshare > 0 {
-		snap.Usage = d.view.usageFor(d.acct, now, snap.Config.PriorityDecayHalfLife)
+	if fairshare {
+		snap.Usage = d.view.usageFor(d.acct, now, snap.Config.PriorityDecayHalfLife, ended)
 	}
 	sort.Slice(snap.Running, func(a, b int) bool { return snap.Running[a].ID < snap.Running[b].ID })
 	sort.Slice(snap.Pending, func(a, b int) bool { return snap.Pending[a].ID < snap.Pending[b].ID })

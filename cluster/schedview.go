@@ -26,6 +26,7 @@ type schedView struct {
 	jobs map[uint64]sched.Job
 	// usage caches past usage from accounting for fair-share.
 	usage     []sched.Usage
+	usageIDs  map[uint64]bool // the jobs in usage
 	usageTime time.Time
 	// planner is the leader's scheduler between passes (planner.go); the
 	// leader's loop alone uses it, without mu.
@@ -427,32 +428,54 @@ func validDependency(dep string) bool {
 	return true
 }
 
-// usageFor reads past usage from accounting for fair-share, at most every
-// 30 seconds.
-func (v *schedView) usageFor(acct *accounting.Store, now time.Time, halfLife time.Duration) []sched.Usage {
+// usageFor is past usage for fair-share: the ended jobs in accounting,
+// read again at most every 30 seconds, and the ended jobs the state still
+// holds that accounting did not have then (ended lists them). Without the
+// second, a job ending between two reads would count neither as running
+// nor as past, and the accounts' usage would stand still for 30 seconds.
+func (v *schedView) usageFor(acct *accounting.Store, now time.Time, halfLife time.Duration, ended []sched.Usage) []sched.Usage {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if acct == nil || now.Sub(v.usageTime) < 30*time.Second {
-		return v.usage
-	}
-	since := now.Add(-30 * 24 * time.Hour)
-	if halfLife > 0 {
-		since = now.Add(-8 * halfLife)
-	}
-	rows, err := acct.Query(accounting.Filter{StartAfter: since, JobsOnly: true})
-	if err != nil {
-		return v.usage
-	}
-	v.usage = v.usage[:0]
-	for _, r := range rows {
-		j := r.Job
-		if j.Start.IsZero() || j.End.IsZero() || j.AllocCPUs == 0 {
-			continue // pending, or running (sched counts running jobs itself)
+	if acct != nil && now.Sub(v.usageTime) >= 30*time.Second {
+		if rows, err := pastUsage(acct, now, halfLife); err == nil {
+			v.usage, v.usageIDs, v.usageTime = rows, usageJobs(rows), now
 		}
-		v.usage = append(v.usage, sched.Usage{Account: j.Account, User: j.User, CPUs: j.AllocCPUs, Start: j.Start, End: j.End})
 	}
-	v.usageTime = now
-	return v.usage
+	return withEnded(v.usage, v.usageIDs, ended)
+}
+
+// usageJobs is the set of jobs a usage list is of.
+func usageJobs(rows []sched.Usage) map[uint64]bool {
+	ids := make(map[uint64]bool, len(rows))
+	for _, u := range rows {
+		ids[u.JobID] = true
+	}
+	return ids
+}
+
+// withEnded adds to past (whose jobs are ids) the ended jobs it lacks,
+// leaving past itself as it was.
+func withEnded(past []sched.Usage, ids map[uint64]bool, ended []sched.Usage) []sched.Usage {
+	out := past
+	for _, u := range ended {
+		if !ids[u.JobID] {
+			out = append(out[:len(out):len(out)], u)
+		}
+	}
+	return out
+}
+
+// endedUsage is the usage of a job that ran and has ended, for
+// fair-share; ok is false for any other job.
+func endedUsage(j *api.Job) (sched.Usage, bool) {
+	if !j.State.Final() || j.StartTime.IsZero() || j.EndTime.IsZero() {
+		return sched.Usage{}, false
+	}
+	cpus := j.AllocCPUs()
+	if cpus == 0 {
+		return sched.Usage{}, false
+	}
+	return sched.Usage{JobID: j.ID, Account: j.Account, User: j.User, CPUs: cpus, Start: j.StartTime, End: j.EndTime}, true
 }
 
 // priorities lists the last pass's priorities of the pending jobs (sprio),

@@ -23,25 +23,31 @@ func (d *Daemon) registerShareRoutes(mux *http.ServeMux) {
 // jobs: enough for fair-share.
 func (d *Daemon) shareSnapshot(now time.Time) sched.Snapshot {
 	snap := sched.Snapshot{Now: now, Config: schedConfig(d.cfg), Partitions: schedPartitions(d.cfg)}
+	var ended []sched.Usage
 	d.fsm.View(func(st *fsm.State) {
 		snap.Nodes = schedNodes(d.cfg, st)
 		snap.QOS, snap.Assocs = st.Acct.SchedInputs()
-		for _, j := range st.Jobs {
+		for j := range st.NotPending() {
 			if j.State == api.StateRunning || j.State == api.StateCompleting {
 				snap.Running = append(snap.Running, runningJob(j))
+			} else if u, ok := endedUsage(j); ok {
+				ended = append(ended, u)
 			}
 		}
 	})
 	sort.Slice(snap.Running, func(a, b int) bool { return snap.Running[a].ID < snap.Running[b].ID })
-	snap.Usage = pastUsage(d.acct, now, snap.Config.PriorityDecayHalfLife)
+	// A job just ended may not be in accounting yet: the state still
+	// holds it.
+	past, _ := pastUsage(d.acct, now, snap.Config.PriorityDecayHalfLife)
+	snap.Usage = withEnded(past, usageJobs(past), ended)
 	return snap
 }
 
 // pastUsage reads the ended jobs' usage over the fair-share window from
-// accounting, as the scheduler's usageFor does but uncached.
-func pastUsage(acct *accounting.Store, now time.Time, halfLife time.Duration) []sched.Usage {
+// accounting.
+func pastUsage(acct *accounting.Store, now time.Time, halfLife time.Duration) ([]sched.Usage, error) {
 	if acct == nil {
-		return nil
+		return nil, nil
 	}
 	since := now.Add(-30 * 24 * time.Hour)
 	if halfLife > 0 {
@@ -49,17 +55,17 @@ func pastUsage(acct *accounting.Store, now time.Time, halfLife time.Duration) []
 	}
 	rows, err := acct.Query(accounting.Filter{StartAfter: since, JobsOnly: true})
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []sched.Usage
 	for _, r := range rows {
 		j := r.Job
 		if j.Start.IsZero() || j.End.IsZero() || j.AllocCPUs == 0 {
-			continue // running jobs come from the snapshot
+			continue // pending, or running: the snapshot has those
 		}
-		out = append(out, sched.Usage{Account: j.Account, User: j.User, CPUs: j.AllocCPUs, Start: j.Start, End: j.End})
+		out = append(out, sched.Usage{JobID: j.JobID, Account: j.Account, User: j.User, CPUs: j.AllocCPUs, Start: j.Start, End: j.End})
 	}
-	return out
+	return out, nil
 }
 
 func shareRows(in []sched.AssocShare) []api.ShareRow {

@@ -259,6 +259,9 @@ type Assoc struct {
 // Usage is past use of CPUs by one user under one account over an interval;
 // it is decayed to Now with PriorityDecayHalfLife.
 type Usage struct {
+	// JobID is the job the usage is of (0 when not known); it tells the
+	// same job apart when two sources list it.
+	JobID   uint64
 	Account string
 	User    string
 	CPUs    int

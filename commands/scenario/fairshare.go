@@ -58,26 +58,20 @@ func runFairshare(r *Run) Verdict {
 		}
 	}
 	me := r.setUpFairshareAccounts()
-	r.say("Accounts %s (Fairshare=%d) and %s (Fairshare=%d) each keep a queue of", fsBig, fsBigShares, fsSmall, fsSmallShares)
-	r.say("1-CPU jobs deeper than the %d CPUs of %s. Fair Tree priority starts the jobs", cpus, compress(nodes))
-	r.say("of whichever account used less than its share so far.")
+	r.say("Accounts %s (Fairshare=%d) and %s (Fairshare=%d) each submit an array of", fsBig, fsBigShares, fsSmall, fsSmallShares)
+	r.say("1-CPU jobs, more than the %d CPUs of %s can run. Fair Tree priority starts the", cpus, compress(nodes))
+	r.say("jobs of whichever account used less than its share so far.")
 	d := r.dur(fsJob)
 	per := cpus * (fsRounds + 2) // deeper than the run needs
 	var ids []uint64
 	// Measured from the first submission: Fair Tree evens out the usage
-	// since the accounts began, which is what sshare shows.
+	// since the accounts began, which is what sshare shows. One array
+	// each, so that both queues are full from the start.
 	from := time.Now()
-	out := r.o.Out
-	for i := 0; i < per; i++ {
-		for _, a := range []string{fsBig, fsSmall} {
-			if i == 1 && a == fsBig {
-				r.say("... and so on: %d jobs per account, alternating.", per)
-				r.o.Out = nil // the learner has seen the two commands
-			}
-			ids = append(ids, r.sbatch("-J", a, "-A", a, "-n1", "-t", "1", "-o", "/dev/null", "--wrap", sleepCmd(d)))
-		}
+	for _, a := range []string{fsBig, fsSmall} {
+		ids = append(ids, r.sbatch("-J", a, "-A", a, "-n1", "-t", "1", "-o", "/dev/null",
+			fmt.Sprintf("--array=1-%d", per), "--wrap", sleepCmd(d)))
 	}
-	r.o.Out = out
 	r.typeCmd("sprio -l")
 	r.typeCmd("sshare -A " + fsBig + "," + fsSmall + " -a")
 	r.watch("the running jobs alternate between the accounts as their usage moves")

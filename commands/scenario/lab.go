@@ -120,7 +120,9 @@ func (r *Run) cleanUp(before *labState) []string {
 	var problems []string
 	var left []uint64
 	for _, id := range r.jobs {
-		if js, err := r.cl.Job(ctx, id); err == nil && len(js) > 0 && !js[0].State.Final() {
+		// An array's id lists its tasks: it is left while any task is.
+		js, err := r.cl.Job(ctx, id)
+		if err == nil && slices.ContainsFunc(js, func(j api.Job) bool { return !j.State.Final() }) {
 			left = append(left, id)
 		}
 	}

@@ -53,13 +53,8 @@ type Scenario struct {
 	run   func(r *Run) Verdict
 }
 
-// all are the scenarios, in the order `list` shows them. fairshare
-// (fairshare.go) is not among them yet: on a lab its two accounts' shares
-// of the CPU-seconds came out 0.57/0.43 to 0.90/0.10 against 0.75/0.25
-// over a run of a quarter of a minute, and until it is known whether the
-// run is too short for usage to steer priorities or the scheduler's
-// fair-share ordering is at fault, it would teach the wrong thing.
-var all = []*Scenario{backfill, gang, kubeBinding, topology, preemption, failover, nodeFailure, gpus, containers, accounting}
+// all are the scenarios, in the order `list` shows them.
+var all = []*Scenario{backfill, gang, kubeBinding, topology, fairshare, preemption, failover, nodeFailure, gpus, containers, accounting}
 
 // List returns the scenarios.
 func List() []*Scenario { return all }
