@@ -52,6 +52,7 @@ func writeJobList(w http.ResponseWriter, jobs []*api.Job, see func(*api.Job) api
 	workers := min(runtime.GOMAXPROCS(0), chunks)
 	for range workers {
 		go func() {
+			seen := new(api.Job) // the worker's copy of each job in turn (Encode's argument lives on the heap)
 			for {
 				select {
 				case <-quit:
@@ -74,8 +75,8 @@ func writeJobList(w http.ResponseWriter, jobs []*api.Job, see func(*api.Job) api
 					if i > 0 {
 						buf.WriteByte(',')
 					}
-					seen := see(jobs[i])
-					_ = enc.Encode(&seen) // api.Job always encodes; Encode ends it with a newline
+					*seen = see(jobs[i])
+					_ = enc.Encode(seen) // api.Job always encodes; Encode ends it with a newline
 				}
 				done[c] <- buf
 			}
