@@ -173,7 +173,7 @@ export QEMU_LD_PREFIX=$sysroot
 export GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=$cc
 t0=$(now)
 mkdir -p bin/linux-arm64
-go build -o bin/linux-arm64/hpc .
+go build -tags "$(cat scripts/go-tags)" -o bin/linux-arm64/hpc .
 cp bin/linux-arm64/hpc "$work/hpc"
 t_build=$(($(now) - t0))
 echo "built bin/linux-arm64/hpc in ${t_build}s: $(file -b bin/linux-arm64/hpc 2>/dev/null | cut -d, -f1-2 || echo arm64)"

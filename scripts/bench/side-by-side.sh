@@ -76,7 +76,7 @@ cleanup() {
 trap cleanup EXIT
 
 log "building hpc"
-go build -o "$hpc" .
+go build -tags "$(cat scripts/go-tags)" -o "$hpc" .
 "$hpc" install-links "$work/bin" >/dev/null
 
 # A workload that fails still leaves the figures it made before failing:
