@@ -42,6 +42,18 @@ func NewClient(socket string) *Client {
 	return &Client{Socket: socket, hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
 }
 
+// Listening reports whether a daemon accepts connections on the client's
+// socket: a socket file left by a daemon that stopped refuses them. It
+// asks nothing of the daemon (cheaper than any request).
+func (c *Client) Listening(ctx context.Context) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	resp, err := c.send(ctx, method, path, in)
 	if err != nil {

@@ -247,7 +247,7 @@ func rawKeys(w *confWriter, c *config.Config) {
 		switch {
 		case strings.HasPrefix(lk, "hpc"):
 			dropped = append(dropped, kv[0]+"="+kv[1]+"   (hpc's own key)")
-		case slurmKeys[lk]:
+		case slurmKeys()[lk]:
 			slurm = append(slurm, kv[0]+"="+kv[1])
 		default:
 			dropped = append(dropped, kv[0]+"="+kv[1]+"   (not a Slurm 22.05 key)")

@@ -1,11 +1,15 @@
 package export
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // slurmKeys are the top-level keys of Slurm 22.05's slurm.conf (its man
 // page, slurm.conf(5)), lowercased. A key hpc kept in Raw that is not
 // here is not written: slurmctld 22.05 refuses to start on an unknown key.
-var slurmKeys = func() map[string]bool {
+// Built on first use, not at every command's start.
+var slurmKeys = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range strings.Fields(`
 AccountingStorageBackupHost AccountingStorageEnforce AccountingStorageExternalHost AccountingStorageHost
@@ -46,4 +50,4 @@ WaitTime`) {
 		m[strings.ToLower(k)] = true
 	}
 	return m
-}()
+})

@@ -94,7 +94,7 @@ func applyInputEnv(o *Options, env []string) error {
 			o.Spec.SwitchesWaitSec = secs
 			continue
 		}
-		opt := byLong[e.Option]
+		opt := byLong()[e.Option]
 		if opt == nil {
 			return fmt.Errorf("jobspec: input variable %s names unknown option %q", e.Var, e.Option)
 		}

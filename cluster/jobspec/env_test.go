@@ -43,7 +43,7 @@ func TestInputEnvPrecedence(t *testing.T) {
 	}
 	// Every variable names a real option.
 	for _, e := range InputEnv {
-		if e.Option != "" && byLong[e.Option] == nil {
+		if e.Option != "" && byLong()[e.Option] == nil {
 			t.Errorf("%s names unknown option %q", e.Var, e.Option)
 		}
 	}

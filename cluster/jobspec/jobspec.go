@@ -96,8 +96,8 @@ func ParseArgs(args []string) (*Options, error) {
 // for each option, and returns the words left after the options. Getopt's
 // own errors become *UsageError with sbatch's "Try" line.
 func parseWords(args []string, apply func(*option, string) error) ([]string, error) {
-	rest, err := sbatchGetopt.Parse(args, func(o *Opt, val string, _ bool) error {
-		return apply(byLong[o.Long], val)
+	rest, err := sbatchGetopt().Parse(args, func(o *Opt, val string, _ bool) error {
+		return apply(byLong()[o.Long], val)
 	})
 	var ge *GetoptError
 	if errors.As(err, &ge) {

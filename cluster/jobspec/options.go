@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hpc/cluster/config"
@@ -249,22 +250,22 @@ var optionTable = []option{
 
 // sbatchGetopt parses with optionTable and stops at the script path, as
 // sbatch does (its option string starts with '+').
-var sbatchGetopt = func() *Getopt {
+var sbatchGetopt = sync.OnceValue(func() *Getopt {
 	g := &Getopt{}
 	for _, o := range optionTable {
 		g.Opts = append(g.Opts, o.Opt)
 	}
 	return g
-}()
+})
 
 // byLong indexes optionTable by long name.
-var byLong = func() map[string]*option {
+var byLong = sync.OnceValue(func() map[string]*option {
 	m := map[string]*option{}
 	for i := range optionTable {
 		m[optionTable[i].Long] = &optionTable[i]
 	}
 	return m
-}()
+})
 
 // parseInt is Slurm's parse_int for options that need a positive count;
 // like it, a bad value ends sbatch with status 1.
@@ -524,7 +525,7 @@ func checkDependency(v string) error {
 // SbatchOption is sbatch's option of that long name, for srun and salloc,
 // which share many of sbatch's options and hand them to ParseArgs.
 func SbatchOption(long string) (Opt, bool) {
-	if o := byLong[long]; o != nil {
+	if o := byLong()[long]; o != nil {
 		return o.Opt, true
 	}
 	return Opt{}, false

@@ -4,6 +4,7 @@ import (
 	"hpc/cluster/openapi"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -246,7 +247,7 @@ var slurmConfigKeys = []configKey{
 
 // slurmConfigNames maps each key of the main list, lowercased, to its
 // spelling; slurm.conf may spell keys in any case.
-var slurmConfigNames = func() map[string]string {
+var slurmConfigNames = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	for _, k := range slurmConfigKeys {
 		m[strings.ToLower(k.key)] = k.key
@@ -255,12 +256,12 @@ var slurmConfigNames = func() map[string]string {
 		}
 	}
 	return m
-}()
+})
 
 // SlurmConfigKey is key as scontrol show config spells it, and whether it
 // is one of the main list's keys.
 func SlurmConfigKey(key string) (string, bool) {
-	k, ok := slurmConfigNames[strings.ToLower(key)]
+	k, ok := slurmConfigNames()[strings.ToLower(key)]
 	return k, ok
 }
 

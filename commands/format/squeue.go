@@ -41,7 +41,7 @@ func (f Field) column() (squeueCol, bool) {
 		c, ok := squeueCols()[f.Letter]
 		return c, ok
 	case f.Name != "":
-		c, ok := squeueLongCols[strings.ToLower(f.Name)]
+		c, ok := squeueLongCols()[strings.ToLower(f.Name)]
 		return c, ok
 	}
 	return squeueCol{}, false

@@ -34,7 +34,7 @@ var squeueAliases = sync.OnceValue(func() map[string]byte {
 
 // squeueLongCols are the -O/--Format fields: the aliases of the letters
 // and the fields that only -O has.
-var squeueLongCols = func() map[string]squeueCol {
+var squeueLongCols = sync.OnceValue(func() map[string]squeueCol {
 	m := map[string]squeueCol{
 		"numtasks": {"TASKS", true, func(j *api.Job, _ time.Time) (string, bool) { return cut(strconv.Itoa(openapi.JobTasks(j))) }},
 		"cpus-per-task": {"CPUS_PER_TASK", true, func(j *api.Job, _ time.Time) (string, bool) {
@@ -131,7 +131,7 @@ var squeueLongCols = func() map[string]squeueCol {
 		m[name] = squeueCols()[letter]
 	}
 	return m
-}()
+})
 
 // ParseSqueueLongFormat reads a squeue -O/--Format string: comma-separated
 // field names, each optionally followed by ":[.]width" and then a suffix
@@ -166,7 +166,7 @@ func ParseSqueueLongFormat(s string) ([]Field, error) {
 			}
 			f.Text = spec[i:]
 		}
-		if _, ok := squeueLongCols[strings.ToLower(name)]; !ok {
+		if _, ok := squeueLongCols()[strings.ToLower(name)]; !ok {
 			errs = append(errs, fmt.Errorf("Invalid job format specification: %s", name))
 			f.Name = ""
 		}
