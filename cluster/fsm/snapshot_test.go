@@ -145,7 +145,8 @@ func (discardSink) Close() error                { return nil }
 func (discardSink) ID() string                  { return "discard" }
 func (discardSink) Cancel() error               { return nil }
 
-// The JSON a snapshot persists is the state's own encoding.
+// The JSON a snapshot persists is the state's own encoding, byte for byte
+// what encoding/json writes for it (the snapshot is written as encoded).
 func TestSnapshotEncodesState(t *testing.T) {
 	f := manyJobs(t, 50)
 	var want []byte
