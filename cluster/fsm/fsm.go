@@ -411,6 +411,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if st.Jobs == nil {
 		st.Jobs = map[uint64]*api.Job{}
 	}
+	for _, j := range st.Jobs {
+		internSpec(&j.Spec) // intern.go
+	}
 	if f.acct != nil {
 		if rows != nil {
 			err = f.acct.ReplaceAll(rows.jobs, rows.steps)

@@ -24,6 +24,7 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 	if res, dup := f.submitToken(op); dup {
 		return res, nil // a client's retry of a committed submission
 	}
+	internSpec(&op.Job.Spec) // intern.go
 	// A job array is one job per index, with consecutive ids; the array's
 	// id is the first one's.
 	indices := []int{-1}
