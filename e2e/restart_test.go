@@ -146,7 +146,13 @@ func (l *labT) waitAcct(id uint64, want string) {
 // nobody's.
 func startRestartLab(t *testing.T, prefix string) (*labT, string) {
 	t.Helper()
-	l, _ := startLab(t, prefix, 3, "KillWait=2\n")
+	return startRestartLabConf(t, prefix, "")
+}
+
+// startRestartLabConf is startRestartLab with more of slurm.conf.
+func startRestartLabConf(t *testing.T, prefix, extra string) (*labT, string) {
+	t.Helper()
+	l, _ := startLab(t, prefix, 3, "KillWait=2\n"+extra)
 	// Should the test stop while a daemon is down, the lab's daemons are
 	// started again first, so that hpc down stops their jobs too.
 	t.Cleanup(func() { l.run(0, l.top, "up", "--dir", l.dir) })
@@ -321,4 +327,69 @@ func TestLabRestartKeepsSteps(t *testing.T) {
 	if err != nil || catOut.String() != "one\ntwo\nthree\n" {
 		t.Errorf("srun cat across a restart: %v, stdout %q, stderr %q", err, catOut.String(), catErr.String())
 	}
+}
+
+// TestLabRestartKeepsAllocation: salloc's allocation runs nothing on its
+// batch host (the node holds it: exec.Executor.Hold), and holds it across
+// the death of that node's daemon (SIGKILL): the next daemon holds it
+// again, salloc's command then runs a step there, and the job ends
+// COMPLETED when salloc's command does.
+func TestLabRestartKeepsAllocation(t *testing.T) {
+	needLab(t)
+	// Nodes register every 2 s, so that the leader would have found the
+	// allocation lost (two registrations in a row without it) well
+	// before salloc's command goes on.
+	l, work := startRestartLabConf(t, "hpc-restart-alloc-", "SlurmdTimeout=6\n")
+	l.commandsOnPath(t) // salloc's command runs srun
+	gate := filepath.Join(work, "go")
+	type result struct {
+		out, errs string
+		code      int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errs, code := l.run(nobody, work, "salloc", "-N1", "-w", "node2", "sh", "-c",
+			"while [ ! -e "+gate+" ]; do sleep 0.1; done; srun hostname; echo after=$?")
+		done <- result{out, errs, code}
+	}()
+	var id uint64
+	waitFor(t, 60*time.Second, "salloc's job to run", func() (bool, string) {
+		out, _, _ := l.run(0, l.top, "queue", "-h", "-t", "R", "-o", "%i")
+		n, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+		id = n
+		return err == nil, out
+	})
+	// The run (its start time) and its restart count: a requeue of the
+	// allocation would change both.
+	run := func() string {
+		out, _, _ := l.run(0, l.top, "queue", "-h", "-j", fmt.Sprint(id), "-o", "%t %S")
+		show, _, _ := l.run(0, l.top, "scontrol", "show", "job", fmt.Sprint(id))
+		return strings.TrimSpace(out) + " " + regexp.MustCompile(`Restarts=\d+`).FindString(show)
+	}
+	before := run()
+	if !strings.HasPrefix(before, "R ") || !strings.HasSuffix(before, " Restarts=0") {
+		t.Fatalf("job %d before the crash: %q", id, before)
+	}
+	l.stopDaemon("node2", syscall.SIGKILL)
+	if out, errs, code := l.run(0, l.top, "up", "--dir", l.dir); code != 0 {
+		t.Fatalf("up after the crash: %d\n%s\n%s", code, out, errs)
+	}
+	for range 4 { // 8 s: four registrations
+		time.Sleep(2 * time.Second)
+		if now := run(); now != before {
+			t.Fatalf("after node2's daemon came back, job %d is %q, was %q", id, now, before)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.code != 0 || r.out != "node2\nafter=0\n" {
+			t.Errorf("salloc: exit %d, %q %q", r.code, r.out, r.errs)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("salloc did not end")
+	}
+	l.waitAcct(id, fmt.Sprintf("%d|nobody|COMPLETED|0:0|node2", id))
 }

@@ -181,7 +181,11 @@ func (ag *Agent) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	ag.steps.mu.Unlock()
 	var step *exec.Step
 	err := serr
-	if err == nil {
+	switch {
+	case err != nil:
+	case j.Spec.Script == api.HolderScript:
+		step, err = ag.exec.Hold(spec.ID) // an allocation runs nothing here
+	default:
 		step, err = ag.exec.Launch(spec)
 	}
 	if err != nil {

@@ -62,7 +62,7 @@ func (ag *Agent) Reattach() {
 	}
 	for _, ent := range ents {
 		id := strings.TrimSuffix(ent.Name(), ".json")
-		if !have[id+".batch"] {
+		if !have[id+".batch"] && !ag.holdAgain(id) {
 			os.Remove(filepath.Join(ag.dir, "running", ent.Name()))
 		}
 	}
@@ -93,12 +93,25 @@ func (ag *Agent) Reattach() {
 	ag.StartRegistering()
 }
 
-// adopt makes a re-attached batch step this daemon's, or returns nil.
-func (ag *Agent) adopt(s *exec.Step) *api.Job {
-	idText, ok := strings.CutSuffix(s.ID(), ".batch")
-	if !ok {
-		return nil
+// holdAgain holds again the allocation of salloc or srun a previous
+// daemon held here (it runs nothing: exec.Executor.Hold), unless its end
+// is already in the outbox; it reports whether it did.
+func (ag *Agent) holdAgain(idText string) bool {
+	j := ag.recorded(idText)
+	if j == nil || j.Spec.Script != api.HolderScript || ag.outbox().hasRun(j.ID, j.StartTime) {
+		return false
 	}
+	s, err := ag.exec.HoldAgain(idText+".batch", j.StartTime)
+	if err != nil {
+		return false
+	}
+	ag.adoptAs(j, s, idText)
+	ag.log.Info("holding an allocation again", "job", j.ID)
+	return true
+}
+
+// recorded is the job a previous daemon recorded as running here, or nil.
+func (ag *Agent) recorded(idText string) *api.Job {
 	id, err := strconv.ParseUint(idText, 10, 64)
 	if err != nil {
 		return nil
@@ -111,13 +124,31 @@ func (ag *Agent) adopt(s *exec.Step) *api.Job {
 	if json.Unmarshal(b, &j) != nil || j.ID != id {
 		return nil
 	}
-	ag.steps.mu.Lock()
-	ag.steps.steps[id] = s
-	ag.steps.jobs[id] = &j
-	ag.steps.mu.Unlock()
-	ag.keepRunStorage(id, j.StartTime) // the job's next srun steps share its $TMPDIR
-	go ag.watch(&j, s, filepath.Join(ag.dir, "jobs", idText))
 	return &j
+}
+
+// adoptAs makes a batch step, re-attached or held again, the job's on
+// this daemon and watches it.
+func (ag *Agent) adoptAs(j *api.Job, s *exec.Step, idText string) {
+	ag.steps.mu.Lock()
+	ag.steps.steps[j.ID] = s
+	ag.steps.jobs[j.ID] = j
+	ag.steps.mu.Unlock()
+	ag.keepRunStorage(j.ID, j.StartTime) // the job's next srun steps share its $TMPDIR
+	go ag.watch(j, s, filepath.Join(ag.dir, "jobs", idText))
+}
+
+// adopt makes a re-attached batch step this daemon's, or returns nil.
+func (ag *Agent) adopt(s *exec.Step) *api.Job {
+	idText, ok := strings.CutSuffix(s.ID(), ".batch")
+	if !ok {
+		return nil
+	}
+	j := ag.recorded(idText)
+	if j != nil {
+		ag.adoptAs(j, s, idText)
+	}
+	return j
 }
 
 // adoptTasks makes a re-attached srun step's share on this node this

@@ -1,0 +1,89 @@
+//go:build linux
+
+package exec
+
+import (
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Hold starts a step that runs nothing and ends only when signalled: the
+// batch step of an allocation that salloc or srun (outside a job) made,
+// which holds the allocation on its batch host until the client releases
+// it. Slurm runs nothing there either; a process in a container would
+// cost a launch and a teardown on every srun. It ends as the `sleep
+// infinity` it stands for would: on a signal whose default action ends
+// a process (SIGTERM, SIGKILL, SIGINT, SIGUSR1, ...), with that signal;
+// SIGCONT, SIGSTOP and the signals a process ignores by default do
+// nothing. The agent records the job as running as for any batch step,
+// so a new daemon on the node holds it again (HoldAgain).
+func (e *Executor) Hold(id string) (*Step, error) {
+	return e.hold(id, time.Now())
+}
+
+// HoldAgain is Hold for a held allocation a previous daemon on this node
+// started at start.
+func (e *Executor) HoldAgain(id string, start time.Time) (*Step, error) {
+	return e.hold(id, start)
+}
+
+func (e *Executor) hold(id string, start time.Time) (*Step, error) {
+	if id == "" {
+		return nil, fmt.Errorf("exec: step ID is empty")
+	}
+	key := sanitizeID(id)
+	s := newStep(id)
+	s.start = start
+	e.mu.Lock()
+	switch {
+	case e.closed:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("exec: executor is closed")
+	case e.active[key] != nil:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("step %s is already running on node %s", id, e.node)
+	}
+	e.active[key] = s
+	e.mu.Unlock()
+	s.sig = &heldStep{s: s, end: func() { e.forget(key, s) }}
+	return s, nil
+}
+
+// heldStep is the signaller of a step started by Hold.
+type heldStep struct {
+	s    *Step
+	end  func()
+	once sync.Once
+}
+
+func (h *heldStep) signal(sig syscall.Signal) error {
+	if endsByDefault(sig) {
+		h.finish(sig)
+	}
+	return nil
+}
+
+func (h *heldStep) kill() error {
+	h.finish(syscall.SIGKILL)
+	return nil
+}
+
+func (h *heldStep) finish(sig syscall.Signal) {
+	h.once.Do(func() {
+		h.end()
+		h.s.finish(Result{Signal: int(sig), Start: h.s.start, End: time.Now()})
+	})
+}
+
+// endsByDefault reports whether a signal's default action ends a process
+// (signal(7): Term and Core).
+func endsByDefault(sig syscall.Signal) bool {
+	switch sig {
+	case 0, syscall.SIGCHLD, syscall.SIGCONT, syscall.SIGURG, syscall.SIGWINCH,
+		syscall.SIGSTOP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU:
+		return false
+	}
+	return sig > 0 && sig < 65
+}
