@@ -316,22 +316,11 @@ func (e *Executor) Launch(spec StepSpec) (*Step, error) {
 	if err := e.prepareImage(&spec); err != nil { // image.go
 		return nil, err
 	}
-	key := sanitizeID(spec.ID)
-	e.mu.Lock()
-	switch {
-	case e.closed:
-		e.mu.Unlock()
-		return nil, errors.New("exec: executor is closed")
-	case e.active[key] != nil:
-		e.mu.Unlock()
-		return nil, fmt.Errorf("step %s is already running on node %s", spec.ID, e.node)
-	}
 	// Reserve the ID while launching.
-	s := newStep(spec.ID)
-	e.active[key] = s
-	e.mu.Unlock()
-
-	var err error
+	key, s, err := e.reserve(spec.ID)
+	if err != nil {
+		return nil, err
+	}
 	if e.ctr != nil {
 		err = e.launchContainer(s, key, spec)
 	} else {
@@ -342,6 +331,22 @@ func (e *Executor) Launch(spec StepSpec) (*Step, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// reserve makes a new step of that ID the active one, unless one is.
+func (e *Executor) reserve(id string) (string, *Step, error) {
+	key := sanitizeID(id)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return "", nil, errors.New("exec: executor is closed")
+	case e.active[key] != nil:
+		return "", nil, fmt.Errorf("step %s is already running on node %s", id, e.node)
+	}
+	s := newStep(id)
+	e.active[key] = s
+	return key, s, nil
 }
 
 // forget drops a step from the active table.

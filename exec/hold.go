@@ -33,20 +33,11 @@ func (e *Executor) hold(id string, start time.Time) (*Step, error) {
 	if id == "" {
 		return nil, fmt.Errorf("exec: step ID is empty")
 	}
-	key := sanitizeID(id)
-	s := newStep(id)
-	s.start = start
-	e.mu.Lock()
-	switch {
-	case e.closed:
-		e.mu.Unlock()
-		return nil, fmt.Errorf("exec: executor is closed")
-	case e.active[key] != nil:
-		e.mu.Unlock()
-		return nil, fmt.Errorf("step %s is already running on node %s", id, e.node)
+	key, s, err := e.reserve(id)
+	if err != nil {
+		return nil, err
 	}
-	e.active[key] = s
-	e.mu.Unlock()
+	s.start = start
 	s.sig = &heldStep{s: s, end: func() { e.forget(key, s) }}
 	return s, nil
 }
