@@ -25,11 +25,15 @@ func TestLiveUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(u.Tasks) == 2 && u.Tasks[0].ReadBytes >= 2000000 && u.Tasks[1].ReadBytes >= 2000000 {
+			// Both tasks past their reads and settled in sleep: a task
+			// caught in its exec has no environment (no SLURM_PROCID)
+			// and no memory yet for that instant.
+			if len(u.Tasks) == 2 && u.Tasks[0].ReadBytes >= 2000000 && u.Tasks[1].ReadBytes >= 2000000 &&
+				u.Tasks[0].Task == 4 && u.Tasks[1].Task == 5 && u.Tasks[0].RSSKB > 0 && u.Tasks[1].RSSKB > 0 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("usage never showed both tasks' reads: %+v", u)
+				t.Fatalf("usage never showed tasks 4 and 5 settled after their reads: %+v", u)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
