@@ -454,12 +454,13 @@ func usageJobs(rows []sched.Usage) map[uint64]bool {
 }
 
 // withEnded adds to past (whose jobs are ids) the ended jobs it lacks,
-// leaving past itself as it was.
+// leaving past itself as it was: capped at its length, past's array is
+// copied by the first append, never written.
 func withEnded(past []sched.Usage, ids map[uint64]bool, ended []sched.Usage) []sched.Usage {
-	out := past
+	out := past[:len(past):len(past)]
 	for _, u := range ended {
 		if !ids[u.JobID] {
-			out = append(out[:len(out):len(out)], u)
+			out = append(out, u)
 		}
 	}
 	return out

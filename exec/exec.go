@@ -335,6 +335,9 @@ func (e *Executor) Launch(spec StepSpec) (*Step, error) {
 
 // reserve makes a new step of that ID the active one, unless one is.
 func (e *Executor) reserve(id string) (string, *Step, error) {
+	if id == "" {
+		return "", nil, errors.New("exec: step ID is empty")
+	}
 	key := sanitizeID(id)
 	e.mu.Lock()
 	defer e.mu.Unlock()

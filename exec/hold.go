@@ -3,7 +3,6 @@
 package exec
 
 import (
-	"fmt"
 	"sync"
 	"syscall"
 	"time"
@@ -17,22 +16,10 @@ import (
 // infinity` it stands for would: on a signal whose default action ends
 // a process (SIGTERM, SIGKILL, SIGINT, SIGUSR1, ...), with that signal;
 // SIGCONT, SIGSTOP and the signals a process ignores by default do
-// nothing. The agent records the job as running as for any batch step,
-// so a new daemon on the node holds it again (HoldAgain).
-func (e *Executor) Hold(id string) (*Step, error) {
-	return e.hold(id, time.Now())
-}
-
-// HoldAgain is Hold for a held allocation a previous daemon on this node
-// started at start.
-func (e *Executor) HoldAgain(id string, start time.Time) (*Step, error) {
-	return e.hold(id, start)
-}
-
-func (e *Executor) hold(id string, start time.Time) (*Step, error) {
-	if id == "" {
-		return nil, fmt.Errorf("exec: step ID is empty")
-	}
+// nothing. start is when it began: now, or when a previous daemon on
+// this node started it (the agent records the job as running as for any
+// batch step, so a new daemon holds it again).
+func (e *Executor) Hold(id string, start time.Time) (*Step, error) {
 	key, s, err := e.reserve(id)
 	if err != nil {
 		return nil, err

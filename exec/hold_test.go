@@ -16,11 +16,11 @@ import (
 func TestHold(t *testing.T) {
 	e := newPlainExecutor(t, "holdnode")
 	start := time.Now().Add(-time.Minute)
-	s, err := e.HoldAgain("7.batch", start)
+	s, err := e.Hold("7.batch", start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Hold("7.batch"); err == nil {
+	if _, err := e.Hold("7.batch", time.Now()); err == nil {
 		t.Fatal("a second hold with the same ID was accepted")
 	}
 	for _, sig := range []syscall.Signal{0, syscall.SIGCONT, syscall.SIGSTOP, syscall.SIGWINCH, syscall.SIGCHLD} {
@@ -47,7 +47,7 @@ func TestHold(t *testing.T) {
 		t.Fatalf("signal after the end: %v", err)
 	}
 	// The ID is free again; Kill ends a hold with SIGTERM.
-	s2, err := e.Hold("7.batch")
+	s2, err := e.Hold("7.batch", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

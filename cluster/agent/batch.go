@@ -184,7 +184,7 @@ func (ag *Agent) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 	case j.Spec.Script == api.HolderScript:
-		step, err = ag.exec.Hold(spec.ID) // an allocation runs nothing here
+		step, err = ag.exec.Hold(spec.ID, time.Now()) // an allocation runs nothing here
 	default:
 		step, err = ag.exec.Launch(spec)
 	}

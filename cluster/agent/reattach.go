@@ -93,15 +93,16 @@ func (ag *Agent) Reattach() {
 	ag.StartRegistering()
 }
 
-// holdAgain holds again the allocation of salloc or srun a previous
-// daemon held here (it runs nothing: exec.Executor.Hold), unless its end
-// is already in the outbox; it reports whether it did.
+// holdAgain holds again, from the run's start, the allocation of salloc
+// or srun a previous daemon held here (it runs nothing:
+// exec.Executor.Hold), unless its end is already in the outbox; it
+// reports whether it did.
 func (ag *Agent) holdAgain(idText string) bool {
 	j := ag.recorded(idText)
 	if j == nil || j.Spec.Script != api.HolderScript || ag.outbox().hasRun(j.ID, j.StartTime) {
 		return false
 	}
-	s, err := ag.exec.HoldAgain(idText+".batch", j.StartTime)
+	s, err := ag.exec.Hold(idText+".batch", j.StartTime)
 	if err != nil {
 		return false
 	}
