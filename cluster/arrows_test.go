@@ -44,6 +44,7 @@ var allowedImports = map[string][]string{
 	// sbatch's option parser, the config and hostlists it reads.
 	"hpc/commands/scenario":   {"hpc/cluster/api", "hpc/cluster/config", "hpc/cluster/hostlist", "hpc/cluster/jobspec"},
 	"hpc/internal/testrootfs": {},
+	"hpc/internal/randfill":   {},
 	"hpc/internal/faultnet":   {"hpc/internal/netns"},
 	"hpc/internal/netns":      {},
 	"hpc/ui":                  {},

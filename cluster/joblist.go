@@ -32,10 +32,13 @@ const (
 	jobListAhead = 8
 )
 
+// jsonAppender is a record that writes its own JSON (api.JobBrief).
+type jsonAppender interface{ AppendJSON([]byte) []byte }
+
 // writeJobList writes {"count":N,"jobs":[...]}: each record as see
-// shows it to the caller. see must be safe to call from several
-// goroutines.
-func writeJobList(w http.ResponseWriter, jobs []*api.Job, see func(*api.Job) api.Job) {
+// shows it to the caller (an api.Job, or the api.JobBrief squeue asks
+// for). see must be safe to call from several goroutines.
+func writeJobList[T any](w http.ResponseWriter, jobs []*api.Job, see func(*api.Job) T) {
 	w.Header().Set("Content-Type", "application/json")
 	chunks := (len(jobs) + jobListChunk - 1) / jobListChunk
 	done := make([]chan *bytes.Buffer, chunks)
@@ -52,7 +55,7 @@ func writeJobList(w http.ResponseWriter, jobs []*api.Job, see func(*api.Job) api
 	workers := min(runtime.GOMAXPROCS(0), chunks)
 	for range workers {
 		go func() {
-			seen := new(api.Job) // the worker's copy of each job in turn (Encode's argument lives on the heap)
+			seen := new(T) // the worker's copy of each job in turn (Encode's argument lives on the heap)
 			for {
 				select {
 				case <-quit:
@@ -76,6 +79,10 @@ func writeJobList(w http.ResponseWriter, jobs []*api.Job, see func(*api.Job) api
 						buf.WriteByte(',')
 					}
 					*seen = see(jobs[i])
+					if a, ok := any(seen).(jsonAppender); ok {
+						buf.Write(append(a.AppendJSON(buf.AvailableBuffer()), '\n'))
+						continue
+					}
 					_ = enc.Encode(seen) // api.Job always encodes; Encode ends it with a newline
 				}
 				done[c] <- buf

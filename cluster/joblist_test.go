@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"hpc/cluster/api"
@@ -10,7 +11,8 @@ import (
 
 // scontrol show job ID asks for one job: the list holds that job, or the
 // whole array when the id is an array's or one of its tasks'; the full
-// list holds every job, by id, with its count first.
+// list holds every job, by id, with its count first; squeue's briefs
+// are those jobs' briefs.
 func TestJobListOne(t *testing.T) {
 	d, cl := startOne(t)
 	ctx := context.Background()
@@ -57,6 +59,21 @@ func TestJobListOne(t *testing.T) {
 	whole, err := cl.JobsWhole(ctx)
 	if err != nil || len(whole) != 4 || whole[0].Spec.Script == "" {
 		t.Errorf("whole: %d jobs, %v", len(whole), err)
+	}
+	// squeue's briefs: the same jobs, in the same order, each with a
+	// brief's fields only (the held reason is the controller's).
+	briefs, err := cl.JobsBrief(ctx)
+	if err != nil || len(briefs) != len(all) {
+		t.Fatalf("briefs: %v %v", ids(briefs), err)
+	}
+	for i, j := range briefs {
+		b := all[i].Brief()
+		if want := b.Job(); !reflect.DeepEqual(j, want) {
+			t.Errorf("brief of job %d:\n%+v\nwant\n%+v", all[i].ID, j, want)
+		}
+		if j.Reason != "JobHeldUser" || j.Spec.WorkDir != "" || !j.SubmitTime.IsZero() {
+			t.Errorf("brief of job %d: reason %q, work dir %q, submitted %v", j.ID, j.Reason, j.Spec.WorkDir, j.SubmitTime)
+		}
 	}
 	code, _ := askAs(t, d, rootID, d.handleJobs, http.MethodGet, "/api/jobs?job=x", nil, nil)
 	if code != http.StatusBadRequest {

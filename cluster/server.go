@@ -401,6 +401,7 @@ func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 // list once.
 func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	whole := r.URL.Query().Get("whole") == "1"
+	brief := r.URL.Query().Get("brief") == "1" && !whole
 	var one uint64
 	if s := r.URL.Query().Get("job"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -447,14 +448,22 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 		}
 	}
 	jobs = jobs[:n]
-	writeJobList(w, jobs, func(j *api.Job) api.Job {
+	see := func(j *api.Job) api.Job {
 		seen, _ := v.job(j)
 		if !whole && seen.Spec.Script != "" {
 			withhold(&seen) // privacy.go
 		}
 		d.view.overlay(&seen)
 		return seen
-	})
+	}
+	if brief {
+		writeJobList(w, jobs, func(j *api.Job) api.JobBrief {
+			seen := see(j)
+			return seen.Brief()
+		})
+		return
+	}
+	writeJobList(w, jobs, see)
 }
 
 func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {

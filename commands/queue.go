@@ -341,11 +341,18 @@ func (p *squeueParams) show(e *Env, prog string) int {
 	if (p.given.count["v"] > 0 || p.iterate > 0) && !p.noHeader && !p.long {
 		fmt.Fprintln(e.Stdout, format.CTime(e.Now()))
 	}
+	opts := format.SqueueOptions{
+		Format: p.format, LongFormat: p.formatO, Long: p.long, NoHeader: p.noHeader, Sort: p.sort,
+	}
 	cl, ctx, cancel, err := connect(e)
 	var jobs []api.Job
 	if err == nil {
 		defer cancel()
-		jobs, err = cl.Jobs(ctx)
+		if !p.stepFlag && format.BriefSuffices(opts) {
+			jobs, err = cl.JobsBrief(ctx) // a fraction of whole jobs' text
+		} else {
+			jobs, err = cl.Jobs(ctx)
+		}
 	}
 	load := "slurm_load_jobs error"
 	if p.stepFlag {
@@ -365,9 +372,7 @@ func (p *squeueParams) show(e *Env, prog string) int {
 		fmt.Fprintf(e.Stdout, "last_update_time=%d records=%d\n", now.Unix(), len(jobs))
 	}
 	if p.stepFlag {
-		fmt.Fprint(e.Stdout, format.SqueueSteps(p.filterSteps(jobs), now, format.SqueueOptions{
-			Format: p.format, LongFormat: p.formatO, Long: p.long, NoHeader: p.noHeader, Sort: p.sort,
-		}))
+		fmt.Fprint(e.Stdout, format.SqueueSteps(p.filterSteps(jobs), now, opts))
 		return 0
 	}
 	// squeue -j with one id asks the controller for that job only, and
@@ -385,9 +390,7 @@ func (p *squeueParams) show(e *Env, prog string) int {
 			out = append(out, jobs[i])
 		}
 	}
-	fmt.Fprint(e.Stdout, format.Squeue(out, now, format.SqueueOptions{
-		Format: p.format, LongFormat: p.formatO, Long: p.long, NoHeader: p.noHeader, Sort: p.sort,
-	}))
+	fmt.Fprint(e.Stdout, format.Squeue(out, now, opts))
 	return 0
 }
 

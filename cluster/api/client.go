@@ -167,6 +167,12 @@ func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 	return c.jobList(ctx, "/api/jobs")
 }
 
+// JobsBrief lists the jobs the controller holds as api.JobBrief carries
+// them: each Job has only a brief's fields (squeue's common listings).
+func (c *Client) JobsBrief(ctx context.Context) ([]Job, error) {
+	return c.jobList(ctx, "/api/jobs?brief=1")
+}
+
 // JobsWhole lists jobs with the batch scripts and environments the caller
 // may see (Jobs leaves them out).
 func (c *Client) JobsWhole(ctx context.Context) ([]Job, error) {

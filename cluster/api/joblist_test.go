@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hpc/internal/randfill"
 )
 
 // readList reads a whole answer as Client.jobList does.
@@ -84,7 +86,7 @@ func TestJobListDecodesAsEncodingJSON(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		var j Job
-		fill(rng, reflect.ValueOf(&j).Elem(), 0)
+		randfill.Fill(rng, reflect.ValueOf(&j).Elem())
 		var line bytes.Buffer // as the daemon writes it (cluster/joblist.go)
 		if err := json.NewEncoder(&line).Encode(&j); err != nil {
 			t.Fatal(err)
@@ -93,65 +95,19 @@ func TestJobListDecodesAsEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal(line.Bytes(), &want); err != nil {
 			t.Fatal(err)
 		}
-		got, err := readList("{\"count\":1,\"jobs\":[\n" + line.String() + "]}\n")
-		if err != nil || len(got) != 1 {
-			t.Fatalf("seed %d: %v\n%s", seed, err, line.Bytes())
-		}
-		if !reflect.DeepEqual(got[0], want) {
-			t.Fatalf("seed %d: decoded\n%+v\nwant\n%+v\nfrom %s", seed, got[0], want, line.Bytes())
-		}
+		readsAs(t, seed, line.Bytes(), want)
 	}
 }
 
-// fill sets v to random values: every field, most of them not zero.
-func fill(rng *rand.Rand, v reflect.Value, depth int) {
-	if rng.IntN(6) == 0 || depth > 6 {
-		return // left zero
+// readsAs checks a job's line, alone in a list, reads as want.
+func readsAs(t *testing.T, seed uint64, line []byte, want Job) {
+	t.Helper()
+	got, err := readList("{\"count\":1,\"jobs\":[\n" + string(line) + "]}\n")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("seed %d: %v\n%s", seed, err, line)
 	}
-	switch v.Kind() {
-	case reflect.String:
-		pieces := []string{"a", "node[1-4]", "\n", "\"", "\\", "\x00", "\xff", "é", "💡", "</script>", " "}
-		var b strings.Builder
-		for range rng.IntN(5) {
-			b.WriteString(pieces[rng.IntN(len(pieces))])
-		}
-		v.SetString(b.String())
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(int64(rng.Uint64()) >> (64 - v.Type().Bits()))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		v.SetUint(rng.Uint64() >> (64 - v.Type().Bits()))
-	case reflect.Float32, reflect.Float64:
-		v.SetFloat(float64(rng.IntN(1e6)) / 8)
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		fill(rng, v.Elem(), depth+1)
-	case reflect.Slice:
-		s := reflect.MakeSlice(v.Type(), rng.IntN(3), 3)
-		for i := range s.Len() {
-			fill(rng, s.Index(i), depth+1)
-		}
-		v.Set(s)
-	case reflect.Map:
-		m := reflect.MakeMap(v.Type())
-		for range rng.IntN(3) {
-			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-			fill(rng, k, depth+1)
-			fill(rng, e, depth+1)
-			m.SetMapIndex(k, e)
-		}
-		v.Set(m)
-	case reflect.Struct:
-		if v.Type() == reflect.TypeFor[time.Time]() {
-			v.Set(reflect.ValueOf(time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).UTC()))
-			return
-		}
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fill(rng, v.Field(i), depth+1)
-			}
-		}
+	if !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("seed %d: decoded\n%+v\nwant\n%+v\nfrom %s", seed, got[0], want, line)
 	}
 }
 
@@ -195,4 +151,16 @@ func BenchmarkJobLines(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A line with two jobs is not two lines: the list is refused.
+func TestJobLineHoldsOneJob(t *testing.T) {
+	for _, body := range []string{
+		"{\"count\":2,\"jobs\":[\n{\"id\":1} {\"id\":2}\n,{\"id\":3}\n]}\n",
+		"{\"count\":1,\"jobs\":[\n{\"id\":1}{\"id\":2}\n]}\n",
+	} {
+		if jobs, err := readList(body); err == nil {
+			t.Errorf("%q read as %d jobs", body, len(jobs))
+		}
+	}
 }

@@ -286,11 +286,17 @@ func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
 		}
 		b.WriteString("\n")
 	}
+	cols := make([]*squeueCol, len(fields)) // looked up once, not per job
+	for i, f := range fields {
+		if c, ok := f.column(); ok {
+			cols[i] = &c
+		}
+	}
 	for _, j := range sortedJobs(jobs, o.Sort, now) {
-		for _, f := range fields {
-			if c, ok := f.column(); ok {
+		for i, f := range fields {
+			if c := cols[i]; c != nil {
 				v, cut := c.value(j, now)
-				b.WriteString(pad(v, f.Width, f.Right, cut))
+				writePad(&b, v, f.Width, f.Right, cut)
 			}
 			b.WriteString(f.Text)
 		}

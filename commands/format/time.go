@@ -2,6 +2,7 @@ package format
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -26,8 +27,10 @@ func squeueSecs(secs int64) string {
 		return fmt.Sprintf("%d-%02d:%02d:%02d", days, hours, mins, s)
 	case hours > 0:
 		return fmt.Sprintf("%d:%02d:%02d", hours, mins, s)
-	default:
-		return fmt.Sprintf("%d:%02d", mins, s)
+	default: // most lines of a long queue: without fmt
+		var b [8]byte
+		out := append(strconv.AppendInt(b[:0], mins, 10), ':', byte('0'+s/10), byte('0'+s%10))
+		return string(out)
 	}
 }
 

@@ -17,18 +17,39 @@ func pad(s string, width int, right, cut bool) string {
 	if width <= 0 {
 		return s
 	}
-	n := utf8.RuneCountInString(s)
-	if n >= width {
-		if n > width && cut {
-			return truncRunes(s, width)
-		}
-		return s
+	var b strings.Builder
+	writePad(&b, s, width, right, cut)
+	return b.String()
+}
+
+// writePad writes pad's text to b without making it a string first.
+func writePad(b *strings.Builder, s string, width int, right, cut bool) {
+	n := width
+	if width > 0 {
+		n = utf8.RuneCountInString(s)
 	}
-	fill := strings.Repeat(" ", width-n)
-	if right {
-		return fill + s
+	switch {
+	case n > width && cut:
+		b.WriteString(truncRunes(s, width))
+	case n >= width:
+		b.WriteString(s)
+	case right:
+		writeSpaces(b, width-n)
+		b.WriteString(s)
+	default:
+		b.WriteString(s)
+		writeSpaces(b, width-n)
 	}
-	return s + fill
+}
+
+const spaces = "                                "
+
+func writeSpaces(b *strings.Builder, n int) {
+	for n > len(spaces) {
+		b.WriteString(spaces)
+		n -= len(spaces)
+	}
+	b.WriteString(spaces[:n])
 }
 
 // truncRunes returns the first n characters of s.
