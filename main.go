@@ -30,12 +30,20 @@ func main() {
 	// Run from a job's task (srun in a batch script), this binary is a
 	// helper of the job, not its work: the OOM killer should not prefer it.
 	exec.ResetOOMScoreAdj()
-	if len(os.Args) < 2 || os.Args[1] != "daemon" {
+	switch {
+	case os.Getenv("GOGC") != "":
+		// The user's choice stands.
+	case len(os.Args) < 2 || os.Args[1] != "daemon":
 		// A command runs for a moment: collecting garbage as it goes is
 		// mostly wasted (decoding a long job list took several cycles);
-		// its heap stays small whatever it does. The daemon keeps Go's
-		// default.
+		// its heap stays small whatever it does.
 		debug.SetGCPercent(400)
+	default:
+		// A daemon runs for weeks beside the jobs: its heap may grow to
+		// half again what it holds, not twice. With 5,000 held jobs
+		// submitted from a shell a controller's RSS went from 62 to
+		// 54 MB, its CPU over the submits not measurably higher.
+		debug.SetGCPercent(50)
 	}
 	os.Exit(commands.Run(os.Args, daemonCommand()))
 }
