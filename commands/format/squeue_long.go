@@ -1,8 +1,10 @@
 package format
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -372,29 +374,42 @@ func sortedJobs(jobs []api.Job, spec string, now time.Time) []*api.Job {
 		spec = "P,t,-p"
 	}
 	keys, _ := parseSort(spec)
-	ps := make([]*api.Job, len(jobs))
-	for i := range jobs {
-		ps[i] = &jobs[i]
-	}
-	sort.SliceStable(ps, func(a, b int) bool { return ps[a].ID < ps[b].ID })
-	starts := make(map[*api.Job]time.Time, len(ps))
-	for _, p := range ps {
-		starts[p] = startKey(p, now)
-	}
-	sort.SliceStable(ps, func(a, b int) bool { return starts[ps[a]].After(starts[ps[b]]) })
-	for i := len(keys) - 1; i >= 0; i-- {
-		k := keys[i]
-		cmp := jobSortKeys()[k.letter]
-		if cmp == nil {
-			continue
+	type sortCmp func(a, b *api.Job, now time.Time) int
+	var cmps []sortCmp // in order of significance, each already reversed if asked
+	for _, k := range keys {
+		c := jobSortKeys()[k.letter]
+		switch {
+		case c == nil:
+		case k.reverse:
+			cmps = append(cmps, func(a, b *api.Job, now time.Time) int { return -c(a, b, now) })
+		default:
+			cmps = append(cmps, c)
 		}
-		sort.SliceStable(ps, func(a, b int) bool {
-			c := cmp(ps[a], ps[b], now)
-			if k.reverse {
-				c = -c
+	}
+	// One sort by the keys, then the start time (descending), then the
+	// id: what stable passes from the least significant up would give.
+	type entry struct {
+		j     *api.Job
+		start time.Time
+	}
+	es := make([]entry, len(jobs))
+	for i := range jobs {
+		es[i] = entry{&jobs[i], startKey(&jobs[i], now)}
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		for _, c := range cmps {
+			if r := c(a.j, b.j, now); r != 0 {
+				return r
 			}
-			return c < 0
-		})
+		}
+		if r := b.start.Compare(a.start); r != 0 {
+			return r
+		}
+		return cmp.Compare(a.j.ID, b.j.ID)
+	})
+	ps := make([]*api.Job, len(es))
+	for i, e := range es {
+		ps[i] = e.j
 	}
 	return ps
 }
