@@ -112,12 +112,13 @@ func readsAs(t *testing.T, seed uint64, line []byte, want Job) {
 }
 
 // BenchmarkJobLines: squeue's decoding of 5,000 held jobs as sbatch
-// --hold --wrap makes them, one core; encoding/json's own time for the
-// same lines beside it.
+// --hold --wrap makes them, one core: their briefs (squeue's), the whole
+// jobs, and encoding/json's own time for those.
 func BenchmarkJobLines(b *testing.B) {
 	const n = 5000
-	var body bytes.Buffer
+	var body, briefs bytes.Buffer
 	body.WriteString("{\"count\":5000,\"jobs\":[\n")
+	briefs.WriteString("{\"count\":5000,\"jobs\":[\n")
 	var lines [][]byte
 	for i := range n {
 		t := time.Date(2026, 12, 2, 8, 0, 0, i*1000, time.UTC)
@@ -127,6 +128,11 @@ func BenchmarkJobLines(b *testing.B) {
 				NTasks: 1, TimeLimitMin: 60, Hold: true, Output: "/home/alice/run/slurm-%j.out", QOS: "normal"}}
 		line, _ := json.Marshal(&j)
 		lines = append(lines, line)
+		brief := j.Brief()
+		if i > 0 {
+			briefs.WriteByte(',')
+		}
+		briefs.Write(append(brief.AppendJSON(nil), '\n'))
 		if i > 0 {
 			body.WriteByte(',')
 		}
@@ -134,6 +140,14 @@ func BenchmarkJobLines(b *testing.B) {
 		body.WriteByte('\n')
 	}
 	body.WriteString("]}\n")
+	briefs.WriteString("]}\n")
+	b.Run("briefs", func(b *testing.B) {
+		for b.Loop() {
+			if jobs, err := readList(briefs.String()); err != nil || len(jobs) != n {
+				b.Fatal(len(jobs), err)
+			}
+		}
+	})
 	b.Run("jobLines", func(b *testing.B) {
 		for b.Loop() {
 			if jobs, err := readList(body.String()); err != nil || len(jobs) != n {
