@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -244,6 +245,9 @@ var listJSON = jsonv1.DefaultOptionsV1()
 // whose buffers are used again once decoded.
 func jobLines(br *bufio.Reader, n int) ([]Job, error) {
 	jobs := make([]Job, n)
+	if n > 0 {
+		adviseHuge(unsafe.Slice((*byte)(unsafe.Pointer(&jobs[0])), n*int(unsafe.Sizeof(jobs[0]))))
+	}
 	type batch struct {
 		first int
 		data  []byte
