@@ -215,7 +215,7 @@ func (d *Daemon) rawNodeCall(ctx context.Context, addr, path string, body []byte
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer peer.DrainClose(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Message != "" {
