@@ -134,9 +134,9 @@ type Daemon struct {
 // leader sends each follower its commit index when no entry is flowing:
 // Raft's own 50 ms. Each send is a TLS round trip to every follower, and
 // the leader reads nothing from followers' state, so a follower learning
-// of a commit that late changes nothing; at 10 ms an idle leader spent
-// 79 ms of CPU a second on them, at 50 ms 50 ms (most of the rest is
-// heartbeats, every HeartbeatTimeout/10).
+// of a commit that late changes nothing. An idle leader holding 5,000
+// jobs used 79 ms of CPU a second at 10 ms, 50 ms at 50 ms (most of the
+// rest is heartbeats, every HeartbeatTimeout/10).
 const (
 	raftHeartbeat = 300 * time.Millisecond
 	raftElection  = 300 * time.Millisecond

@@ -56,6 +56,7 @@ func writeJobList[T any](w http.ResponseWriter, jobs []*api.Job, see func(*api.J
 	for range workers {
 		go func() {
 			seen := new(T) // the worker's copy of each job in turn (Encode's argument lives on the heap)
+			appender, appends := any(seen).(jsonAppender)
 			for {
 				select {
 				case <-quit:
@@ -79,8 +80,8 @@ func writeJobList[T any](w http.ResponseWriter, jobs []*api.Job, see func(*api.J
 						buf.WriteByte(',')
 					}
 					*seen = see(jobs[i])
-					if a, ok := any(seen).(jsonAppender); ok {
-						buf.Write(append(a.AppendJSON(buf.AvailableBuffer()), '\n'))
+					if appends {
+						buf.Write(append(appender.AppendJSON(buf.AvailableBuffer()), '\n'))
 						continue
 					}
 					_ = enc.Encode(seen) // api.Job always encodes; Encode ends it with a newline

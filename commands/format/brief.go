@@ -1,6 +1,9 @@
 package format
 
-import "strings"
+import (
+	"cmp"
+	"strings"
+)
 
 // briefLetters are the squeue -o letters whose values come from an
 // api.JobBrief's fields alone (TestBriefColumnsAsWhole checks each
@@ -15,28 +18,12 @@ const (
 // controller for briefs (api.Client.JobsBrief) instead of whole jobs.
 // -O formats ask for whole jobs.
 func BriefSuffices(o SqueueOptions) bool {
-	if o.LongFormat != "" && o.Format == "" {
-		return false
-	}
-	format := o.Format
-	switch {
-	case format != "":
-	case o.Long:
-		format = LongSqueueFormat
-	default:
-		format = DefaultSqueueFormat
-	}
-	fields, _ := ParseSqueueFormat(format)
-	for _, f := range fields {
-		if f.Letter != 0 && strings.IndexByte(briefLetters, f.Letter) < 0 {
+	for _, f := range o.fields() {
+		if f.Name != "" || f.Letter != 0 && strings.IndexByte(briefLetters, f.Letter) < 0 {
 			return false
 		}
 	}
-	spec := o.Sort
-	if spec == "" {
-		spec = "P,t,-p"
-	}
-	keys, _ := parseSort(spec)
+	keys, _ := parseSort(cmp.Or(o.Sort, DefaultSqueueSort))
 	for _, k := range keys {
 		if strings.IndexByte(briefSortKeys, k.letter) < 0 {
 			return false

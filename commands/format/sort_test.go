@@ -47,7 +47,7 @@ func TestSortedJobsAsStablePasses(t *testing.T) {
 		}
 		sort.SliceStable(want, func(a, b int) bool { return want[a].ID < want[b].ID })
 		sort.SliceStable(want, func(a, b int) bool { return startKey(want[a], now).After(startKey(want[b], now)) })
-		keys, _ := parseSort(cmp.Or(string(spec), "P,t,-p"))
+		keys, _ := parseSort(cmp.Or(string(spec), DefaultSqueueSort))
 		for i := len(keys) - 1; i >= 0; i-- {
 			k, c := keys[i], jobSortKeys()[keys[i].letter]
 			sort.SliceStable(want, func(a, b int) bool {

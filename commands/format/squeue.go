@@ -15,6 +15,9 @@ import (
 // DefaultSqueueFormat is what squeue prints without -o.
 const DefaultSqueueFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 
+// DefaultSqueueSort is squeue's order without -S (sortedJobs).
+const DefaultSqueueSort = "P,t,-p"
+
 // LongSqueueFormat is what squeue -l prints (after a date line).
 const LongSqueueFormat = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 
@@ -261,17 +264,7 @@ type SqueueOptions struct {
 // the time the listing is made: it drives the TIME column and the -l date
 // line. Unknown letters in o.Format print literally (see ParseSqueueFormat).
 func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
-	var fields []Field
-	switch {
-	case o.Format != "":
-		fields, _ = ParseSqueueFormat(o.Format)
-	case o.LongFormat != "":
-		fields, _ = ParseSqueueLongFormat(o.LongFormat)
-	case o.Long:
-		fields, _ = ParseSqueueFormat(LongSqueueFormat)
-	default:
-		fields, _ = ParseSqueueFormat(DefaultSqueueFormat)
-	}
+	fields := o.fields()
 	var b strings.Builder
 	b.Grow((len(jobs) + 1) * lineGuess(fields)) // one allocation for 100,000 lines
 	if !o.NoHeader {
@@ -303,6 +296,23 @@ func Squeue(jobs []api.Job, now time.Time, o SqueueOptions) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// fields are the columns the options print: -o's, else -O's, else -l's
+// or the default's.
+func (o SqueueOptions) fields() []Field {
+	var fields []Field
+	switch {
+	case o.Format != "":
+		fields, _ = ParseSqueueFormat(o.Format)
+	case o.LongFormat != "":
+		fields, _ = ParseSqueueLongFormat(o.LongFormat)
+	case o.Long:
+		fields, _ = ParseSqueueFormat(LongSqueueFormat)
+	default:
+		fields, _ = ParseSqueueFormat(DefaultSqueueFormat)
+	}
+	return fields
 }
 
 // lineGuess is about how long a line of these fields is: the widths given,

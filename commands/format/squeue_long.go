@@ -370,10 +370,7 @@ func CheckSqueueSort(spec string) ([]string, error) {
 //
 // This reproduces the reference listings 30 and 72 exactly.
 func sortedJobs(jobs []api.Job, spec string, now time.Time) []*api.Job {
-	if spec == "" {
-		spec = "P,t,-p"
-	}
-	keys, _ := parseSort(spec)
+	keys, _ := parseSort(cmp.Or(spec, DefaultSqueueSort))
 	type sortCmp func(a, b *api.Job, now time.Time) int
 	var cmps []sortCmp // in order of significance, each already reversed if asked
 	for _, k := range keys {
