@@ -25,7 +25,7 @@ func InitIfChild() {
 		supervise()
 	}
 	if len(os.Args) > 4 && os.Args[2] == taskExecArg {
-		taskExec(os.Args[3], os.Args[4:]) // taskexec.go
+		taskExec() // taskexec.go: the C constructor execs before this runs
 	}
 	libcontainer.Init() // never returns
 	os.Exit(255)

@@ -3,14 +3,12 @@
 package exec
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // A step whose processes start with something of their submitter's (a
@@ -21,8 +19,9 @@ import (
 // is the pid known), then execs the task's program, which keeps that pid.
 // The starter (the step's supervisor in container mode, the node's daemon
 // in plain mode) runs it as /proc/self/exe, its own program, so no path
-// to it needs to be reachable from the step; it costs a few milliseconds
-// per task (the Go runtime's start).
+// to it needs to be reachable from the step. The wrapper is a C
+// constructor (taskexec_cgo.go) that execs before the Go runtime starts:
+// a task costs no second start of the runtime and its packages.
 //
 // fd 3 is the report pipe: a failed exec writes slurmstepd's message
 // ("execve(): prog: No such file or directory") to it, a successful one
@@ -35,9 +34,9 @@ const (
 
 // taskSetup is what the wrapper sets up before the exec.
 type taskSetup struct {
-	Umask   *uint32  `json:"umask,omitempty"`
-	Rlimits []Rlimit `json:"rlimits,omitempty"`
-	PidEnv  string   `json:"pid_env,omitempty"`
+	Umask   *uint32
+	Rlimits []Rlimit
+	PidEnv  string
 }
 
 // setupOf is what a step's processes start with, or nil when they need
@@ -51,53 +50,32 @@ func setupOf(spec *StepSpec) *taskSetup {
 
 // wrap is the command that starts argv through the wrapper.
 func (s *taskSetup) wrap(argv []string) []string {
-	b, _ := json.Marshal(s)
-	return append([]string{"/proc/self/exe", "init", taskExecArg, string(b)}, argv...)
+	return append([]string{"/proc/self/exe", "init", taskExecArg, s.encode()}, argv...)
 }
 
-// taskExec is the wrapper's main; it never returns.
-func taskExec(setup string, argv []string) {
-	syscall.CloseOnExec(taskReportFD)
-	report := os.NewFile(taskReportFD, "report")
-	var s taskSetup
-	if err := json.Unmarshal([]byte(setup), &s); err != nil {
-		fmt.Fprintf(report, "bad task setup: %v", err)
-		os.Exit(1)
-	}
-	env := os.Environ()
-	if s.PidEnv != "" {
-		env = withVar(env, s.PidEnv, strconv.Itoa(os.Getpid()))
-	}
+// encode is the setup as the wrapper reads it: fields separated by commas,
+// u<umask>, r<resource>:<soft limit>, p<variable>, numbers in decimal.
+func (s *taskSetup) encode() string {
+	var f []string
 	if s.Umask != nil {
-		syscall.Umask(int(*s.Umask))
+		f = append(f, "u"+strconv.FormatUint(uint64(*s.Umask), 10))
 	}
-	// The limits last, so that this program runs under the node's. A soft
-	// limit goes no higher than the hard one, which stays (slurmstepd
-	// does the same; only root could raise it); one that cannot be set is
-	// left as it is. syscall.Setrlimit, always called, also keeps the Go
-	// runtime from putting back the soft RLIMIT_NOFILE it raised at start.
 	for _, l := range s.Rlimits {
-		var r syscall.Rlimit
-		if syscall.Getrlimit(l.Resource, &r) != nil {
-			continue
-		}
-		r.Cur = min(l.Soft, r.Max)
-		_ = syscall.Setrlimit(l.Resource, &r)
+		f = append(f, "r"+strconv.Itoa(l.Resource)+":"+strconv.FormatUint(l.Soft, 10))
 	}
-	err := syscall.Exec(argv[0], argv, env)
-	fmt.Fprintf(report, "execve(): %s: %s", argv[0], errnoText(err))
-	os.Exit(1)
+	if s.PidEnv != "" {
+		f = append(f, "p"+s.PidEnv)
+	}
+	return strings.Join(f, ",")
 }
 
-// withVar sets a variable of an environment.
-func withVar(env []string, name, value string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, name+"="+value)
+// taskExec is reached only where the wrapper's C constructor is not part
+// of the program (taskexec_cgo.go: built without cgo, or not against
+// glibc); it fails the launch, saying so, and never returns.
+func taskExec() {
+	report := os.NewFile(taskReportFD, "report")
+	fmt.Fprint(report, "hpc-task-exec: this build of hpc has no task wrapper (it needs cgo and glibc)")
+	os.Exit(1)
 }
 
 // awaitExec reads a wrapper's report pipe to its end (the wrapper has

@@ -4,6 +4,8 @@ package exec
 
 import (
 	"fmt"
+	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -62,4 +64,48 @@ func TestTaskSetup(t *testing.T) {
 		}
 		checkNoLeftovers(t, e)
 	})
+}
+
+// TestTaskWrapper runs the wrapper as a starter does, with its report
+// pipe on fd 3: the setup applied and the program exec'd in the same
+// process (its pid in the variable), a bad setup and a missing program
+// reported. It passes only where the wrapper is the C constructor
+// (taskexec_cgo.go); the Go program would refuse every one.
+func TestTaskWrapper(t *testing.T) {
+	mask := uint32(0o022)
+	s := taskSetup{Umask: &mask, Rlimits: []Rlimit{{Resource: syscall.RLIMIT_CORE, Soft: 4096}}, PidEnv: "TASK_PID"}
+	if got, want := s.encode(), "u18,r4:4096,pTASK_PID"; got != want {
+		t.Fatalf("encode: %q, want %q", got, want)
+	}
+	run := func(setup string, argv ...string) (out, report string, err error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := osexec.Command("/proc/self/exe", append([]string{"init", taskExecArg, setup}, argv...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "TASK_PID=stale"}
+		cmd.ExtraFiles = []*os.File{w}
+		var b strings.Builder
+		cmd.Stdout, cmd.Stderr = &b, &b
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		rep := awaitExec(r)
+		err = cmd.Wait()
+		if rep != nil {
+			report = rep.Error()
+		}
+		return b.String(), report, err
+	}
+	out, report, err := run(s.encode(), "/bin/sh", "-c", `echo "$(umask) $(ulimit -Sc) $TASK_PID $$"; env | grep -c ^TASK_PID=`)
+	if f := strings.Fields(out); err != nil || report != "" || len(f) != 5 || f[0] != "0022" || f[1] != "8" || f[2] != f[3] || f[4] != "1" {
+		t.Errorf("setup: %q, report %q, %v", out, report, err)
+	}
+	if _, report, err = run("u18,x1", "/bin/true"); err == nil || report != "bad task setup: x1" {
+		t.Errorf("bad setup: report %q, %v", report, err)
+	}
+	if _, report, err = run("", "/no/such/program"); err == nil || report != "execve(): /no/such/program: No such file or directory" {
+		t.Errorf("missing program: report %q, %v", report, err)
+	}
 }
