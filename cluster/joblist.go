@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"sync"
@@ -24,6 +26,9 @@ import (
 //	]}
 //
 // (JSON's strings escape newlines, so each job is one line.)
+//
+// The briefs squeue asks for (api.JobBrief) are binary records instead,
+// under their own head line (api's brief.go).
 
 // jobListChunk is how many jobs one encoder takes at a time; encoders
 // run at most jobListAhead chunks ahead of what the client has read.
@@ -32,14 +37,22 @@ const (
 	jobListAhead = 8
 )
 
-// jsonAppender is a record that writes its own JSON (api.JobBrief).
-type jsonAppender interface{ AppendJSON([]byte) []byte }
+// binaryAppender is a record written as a binary record (api.JobBrief).
+type binaryAppender interface{ AppendBinary([]byte) []byte }
 
-// writeJobList writes {"count":N,"jobs":[...]}: each record as see
-// shows it to the caller (an api.Job, or the api.JobBrief squeue asks
-// for). see must be safe to call from several goroutines.
+// writeJobList writes {"count":N,"jobs":[...]}, or a list of binary
+// records when T is one: each record as see shows it to the caller (an
+// api.Job, or the api.JobBrief squeue asks for). see must be safe to call
+// from several goroutines.
 func writeJobList[T any](w http.ResponseWriter, jobs []*api.Job, see func(*api.Job) T) {
-	w.Header().Set("Content-Type", "application/json")
+	_, records := any(new(T)).(binaryAppender)
+	head, tail := fmt.Sprintf("{\"count\":%d,\"jobs\":[\n", len(jobs)), "]}\n"
+	if records {
+		head, tail = api.BriefListHead(len(jobs)), ""
+		w.Header().Set("Content-Type", "application/octet-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	chunks := (len(jobs) + jobListChunk - 1) / jobListChunk
 	done := make([]chan *bytes.Buffer, chunks)
 	for i := range done {
@@ -56,7 +69,8 @@ func writeJobList[T any](w http.ResponseWriter, jobs []*api.Job, see func(*api.J
 	for range workers {
 		go func() {
 			seen := new(T) // the worker's copy of each job in turn (Encode's argument lives on the heap)
-			appender, appends := any(seen).(jsonAppender)
+			appender, _ := any(seen).(binaryAppender)
+			var rec []byte
 			for {
 				select {
 				case <-quit:
@@ -76,13 +90,15 @@ func writeJobList[T any](w http.ResponseWriter, jobs []*api.Job, see func(*api.J
 				buf.Reset()
 				enc := json.NewEncoder(buf)
 				for i := c * jobListChunk; i < min(len(jobs), (c+1)*jobListChunk); i++ {
+					*seen = see(jobs[i])
+					if records {
+						rec = appender.AppendBinary(rec[:0])
+						buf.Write(binary.AppendUvarint(buf.AvailableBuffer(), uint64(len(rec))))
+						buf.Write(rec)
+						continue
+					}
 					if i > 0 {
 						buf.WriteByte(',')
-					}
-					*seen = see(jobs[i])
-					if appends {
-						buf.Write(append(appender.AppendJSON(buf.AvailableBuffer()), '\n'))
-						continue
 					}
 					_ = enc.Encode(seen) // api.Job always encodes; Encode ends it with a newline
 				}
@@ -90,7 +106,7 @@ func writeJobList[T any](w http.ResponseWriter, jobs []*api.Job, see func(*api.J
 			}
 		}()
 	}
-	if _, err := fmt.Fprintf(w, "{\"count\":%d,\"jobs\":[\n", len(jobs)); err != nil {
+	if _, err := io.WriteString(w, head); err != nil {
 		return
 	}
 	for c := range chunks {
@@ -102,5 +118,5 @@ func writeJobList[T any](w http.ResponseWriter, jobs []*api.Job, see func(*api.J
 			return // the client went away; the workers stop at quit
 		}
 	}
-	_, _ = w.Write([]byte("]}\n"))
+	_, _ = io.WriteString(w, tail)
 }

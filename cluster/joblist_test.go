@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"hpc/cluster/api"
@@ -74,6 +75,10 @@ func TestJobListOne(t *testing.T) {
 		if j.Reason != "JobHeldUser" || j.Spec.WorkDir != "" || !j.SubmitTime.IsZero() {
 			t.Errorf("brief of job %d: reason %q, work dir %q, submitted %v", j.ID, j.Reason, j.Spec.WorkDir, j.SubmitTime)
 		}
+	}
+	// A client of the JSON briefs (brief=1) gets whole jobs in JSON.
+	if code, body := askAs(t, d, rootID, d.handleJobs, http.MethodGet, "/api/jobs?brief=1", nil, nil); code != http.StatusOK || !strings.HasPrefix(body, `{"count":4,"jobs":[`) || !strings.Contains(body, `"work_dir"`) {
+		t.Errorf("brief=1: %d %.80q", code, body)
 	}
 	code, _ := askAs(t, d, rootID, d.handleJobs, http.MethodGet, "/api/jobs?job=x", nil, nil)
 	if code != http.StatusBadRequest {

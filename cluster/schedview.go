@@ -42,26 +42,41 @@ func (v *schedView) overlay(j *api.Job) {
 	if j.State != api.StatePending {
 		return
 	}
-	switch j.Hold {
+	if r, ok := v.pending(j.ID, j.Hold, &j.Reason); ok {
+		j.Priority = r.Priority
+		j.ExpectedStart = r.ExpectedStart
+		j.SchedNodes = r.ExpectedNodes
+	}
+}
+
+// overlayBrief is overlay for the fields a brief carries.
+func (v *schedView) overlayBrief(b *api.JobBrief) {
+	if b.State != api.StatePending {
+		return
+	}
+	if r, ok := v.pending(b.ID, b.Hold, &b.Reason); ok {
+		b.Priority = r.Priority
+	}
+}
+
+// pending sets a pending job's reason from its hold and the last pass,
+// and returns the pass's result for it; false when no pass saw it (held).
+func (v *schedView) pending(id uint64, hold string, reason *string) (sched.JobResult, bool) {
+	switch hold {
 	case "user":
-		j.Reason = sched.ReasonJobHeldUser
+		*reason = sched.ReasonJobHeldUser
 	case "admin":
-		j.Reason = sched.ReasonJobHeldAdmin
+		*reason = sched.ReasonJobHeldAdmin
 	case api.HoldRequeue:
-		j.Reason = api.ReasonRequeueHeld
+		*reason = api.ReasonRequeueHeld
 	}
 	v.mu.Lock()
-	r, ok := v.results[j.ID]
+	r, ok := v.results[id]
 	v.mu.Unlock()
-	if !ok {
-		return // held: not in the leader's passes
+	if ok && r.Reason != "" {
+		*reason = r.Reason
 	}
-	if r.Reason != "" {
-		j.Reason = r.Reason
-	}
-	j.Priority = r.Priority
-	j.ExpectedStart = r.ExpectedStart
-	j.SchedNodes = r.ExpectedNodes
+	return r, ok
 }
 
 // forget drops a job's cached request (its spec changed).

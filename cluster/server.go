@@ -401,7 +401,7 @@ func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 // list once.
 func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	whole := r.URL.Query().Get("whole") == "1"
-	brief := r.URL.Query().Get("brief") == "1" && !whole
+	brief := r.URL.Query().Get("brief") == "2" && !whole // "1" was a JSON brief: an older client gets whole jobs
 	var one uint64
 	if s := r.URL.Query().Get("job"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -439,7 +439,7 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 		}
 	})
 	defer release()
-	slices.SortFunc(jobs, func(a, b *api.Job) int { return cmp.Compare(a.ID, b.ID) })
+	sortByID(jobs)
 	n := 0
 	for _, j := range jobs {
 		if v.listed(j) {
@@ -457,13 +457,34 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 		return seen
 	}
 	if brief {
+		// A brief carries nothing that privacy withholds (the jobs are
+		// those listed): it is read from the shared record.
 		writeJobList(w, jobs, func(j *api.Job) api.JobBrief {
-			seen := see(j)
-			return seen.Brief()
+			b := j.Brief()
+			d.view.overlayBrief(&b)
+			return b
 		})
 		return
 	}
 	writeJobList(w, jobs, see)
+}
+
+// sortByID sorts jobs by id, the ids side by side: compared through
+// the pointers, a kilobyte apart, sorting was a third of the leader's
+// time for a list of 100,000.
+func sortByID(jobs []*api.Job) {
+	type keyed struct {
+		id  uint64
+		job *api.Job
+	}
+	ks := make([]keyed, len(jobs))
+	for i, j := range jobs {
+		ks[i] = keyed{j.ID, j}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.id, b.id) })
+	for i := range ks {
+		jobs[i] = ks[i].job
+	}
 }
 
 func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {

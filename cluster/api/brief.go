@@ -1,51 +1,51 @@
 package api
 
 import (
+	"encoding/binary"
+	"fmt"
 	"strconv"
 	"time"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	"unicode/utf8"
 )
 
 // JobBrief is a job as squeue's common listings need it: the fields its
 // default and -l formats print, sort and filter on, and little else.
-// Its JSON is a part of Job's, under the same names, so a brief line
-// decodes into a Job whose other fields are zero; a list of 5,000 jobs
-// is then a fraction of the whole list's text to write and to read
-// (squeue asks for it when its format, sort and filters are all
-// answered by these fields: commands/format's BriefSuffices).
+// Its fields are Job's, under the same names; a list of them travels as
+// binary records (AppendBinary) that the client reads into Jobs whose
+// other fields are zero, a fraction of the whole list's text to write
+// and to read (squeue asks for it when its format, sort and filters are
+// all answered by these fields: commands/format's BriefSuffices).
 type JobBrief struct {
-	ID          uint64       `json:"id"`
-	Spec        JobSpecBrief `json:"spec"`
-	UID         uint32       `json:"uid,omitempty"`
-	User        string       `json:"user,omitempty"`
-	Account     string       `json:"account,omitempty"`
-	State       JobState     `json:"state"`
-	Reason      string       `json:"reason,omitempty"`
-	StartTime   time.Time    `json:"start_time,omitzero"`
-	EndTime     time.Time    `json:"end_time,omitzero"`
-	Alloc       []NodeBrief  `json:"alloc,omitempty"`
-	ArrayJobID  uint64       `json:"array_job_id,omitempty"`
-	ArrayTaskID int          `json:"array_task_id,omitempty"`
-	Hold        string       `json:"hold,omitempty"`
-	Restarts    int          `json:"restarts,omitempty"`
-	Priority    uint32       `json:"priority,omitempty"`
+	ID          uint64
+	Spec        JobSpecBrief
+	UID         uint32
+	User        string
+	Account     string
+	State       JobState
+	Reason      string
+	StartTime   time.Time
+	EndTime     time.Time
+	Alloc       []NodeBrief
+	ArrayJobID  uint64
+	ArrayTaskID int
+	Hold        string
+	Restarts    int
+	Priority    uint32
 }
 
 // JobSpecBrief is the part of a JobSpec a JobBrief carries.
 type JobSpecBrief struct {
-	Name         string `json:"name,omitempty"`
-	Partition    string `json:"partition,omitempty"`
-	Nodes        int    `json:"nodes,omitempty"`
-	TimeLimitMin int64  `json:"time_limit_min,omitempty"`
-	Account      string `json:"account,omitempty"`
-	QOS          string `json:"qos,omitempty"`
+	Name         string
+	Partition    string
+	Nodes        int
+	TimeLimitMin int64
+	Account      string
+	QOS          string
 }
 
 // NodeBrief is a node of a job's allocation, by name only.
 type NodeBrief struct {
-	Node string `json:"node"`
+	Node string
 }
 
 // Brief returns the job's JobBrief.
@@ -70,95 +70,182 @@ func (j *Job) Brief() JobBrief {
 	return b
 }
 
-// Job is the Job a brief's line reads as (squeue's): the brief's fields,
-// the others zero.
+// Job is the Job a brief reads as on the client (squeue's): the brief's
+// fields as its record carries them, the others zero.
 func (b *JobBrief) Job() Job {
 	var j Job
-	_ = jsonv2.Unmarshal(b.AppendJSON(nil), &j, listJSON) // AppendJSON writes a valid object
+	var r briefReader
+	_ = r.read(b.AppendBinary(nil), &j) // AppendBinary writes a record that reads
 	return j
 }
 
-// AppendJSON appends the brief's JSON, as encoding/json writes it but
-// for the escaping of strings (RFC 8785's, which reads back the same),
-// without reflection: a daemon writes 5,000 of them for one squeue.
-func (b *JobBrief) AppendJSON(dst []byte) []byte {
-	dst = strconv.AppendUint(append(dst, `{"id":`...), b.ID, 10)
-	dst = append(dst, `,"spec":{`...)
-	mark := len(dst)
-	dst = appendStringField(dst, mark, "name", b.Spec.Name)
-	dst = appendStringField(dst, mark, "partition", b.Spec.Partition)
-	dst = appendIntField(dst, mark, "nodes", int64(b.Spec.Nodes))
-	dst = appendIntField(dst, mark, "time_limit_min", b.Spec.TimeLimitMin)
-	dst = appendStringField(dst, mark, "account", b.Spec.Account)
-	dst = appendStringField(dst, mark, "qos", b.Spec.QOS)
-	dst = append(dst, '}')
-	mark = len(dst) - 1 // every field from here on follows another
-	dst = appendIntField(dst, mark, "uid", int64(b.UID))
-	dst = appendStringField(dst, mark, "user", b.User)
-	dst = appendStringField(dst, mark, "account", b.Account)
-	dst, _ = jsontext.AppendQuote(append(dst, `,"state":`...), string(b.State))
-	dst = appendStringField(dst, mark, "reason", b.Reason)
-	dst = appendTimeField(dst, "start_time", b.StartTime)
-	dst = appendTimeField(dst, "end_time", b.EndTime)
-	if len(b.Alloc) > 0 {
-		dst = append(dst, `,"alloc":[`...)
-		for i, a := range b.Alloc {
-			if i > 0 {
-				dst = append(dst, ',')
+// A list of briefs travels as binary records rather than JSON: reading
+// 100,000 JSON lines was most of squeue's time. The answer to
+// GET /api/jobs?brief=2 (cluster's joblist.go) is a head line, then count
+// records, each its length (a uvarint) and its fields in the order
+// AppendBinary writes them:
+//
+//	hpc-briefs 1 <count>\n
+//
+// Numbers are varints (encoding/binary's), strings a length and their
+// bytes, a time a uvarint 0 when it is zero, else 1, its Unix seconds
+// (varint) and nanoseconds (uvarint), the allocation a count and its
+// nodes' names. A daemon that does not know brief=2 answers with whole
+// jobs in JSON, which the client reads as well.
+const briefHead = "hpc-briefs 1 "
+
+// BriefListHead is the head line of a list of n briefs.
+func BriefListHead(n int) string { return briefHead + strconv.Itoa(n) + "\n" }
+
+// AppendBinary appends the brief's record, without its length.
+func (b *JobBrief) AppendBinary(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, b.ID)
+	dst = appendString(dst, b.Spec.Name)
+	dst = appendString(dst, b.Spec.Partition)
+	dst = binary.AppendVarint(dst, int64(b.Spec.Nodes))
+	dst = binary.AppendVarint(dst, b.Spec.TimeLimitMin)
+	dst = appendString(dst, b.Spec.Account)
+	dst = appendString(dst, b.Spec.QOS)
+	dst = binary.AppendUvarint(dst, uint64(b.UID))
+	dst = appendString(dst, b.User)
+	dst = appendString(dst, b.Account)
+	dst = appendString(dst, string(b.State))
+	dst = appendString(dst, b.Reason)
+	dst = appendTime(dst, b.StartTime)
+	dst = appendTime(dst, b.EndTime)
+	dst = binary.AppendUvarint(dst, uint64(len(b.Alloc)))
+	for _, a := range b.Alloc {
+		dst = appendString(dst, a.Node)
+	}
+	dst = binary.AppendUvarint(dst, b.ArrayJobID)
+	dst = binary.AppendVarint(dst, int64(b.ArrayTaskID))
+	dst = appendString(dst, b.Hold)
+	dst = binary.AppendVarint(dst, int64(b.Restarts))
+	return binary.AppendUvarint(dst, uint64(b.Priority))
+}
+
+// appendString appends a string's length and bytes, each byte that is
+// not UTF-8 as U+FFFD: the string a whole job's JSON would give the
+// client (encoding/json writes such a byte so), so that squeue prints a
+// brief as it prints the whole job.
+func appendString(dst []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		var b []byte
+		for i := 0; i < len(s); {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, s[i:i+n]...)
 			}
-			dst, _ = jsontext.AppendQuote(append(dst, `{"node":`...), a.Node)
-			dst = append(dst, '}')
+			i += n
 		}
-		dst = append(dst, ']')
+		s = string(b)
 	}
-	dst = appendUintField(dst, mark, "array_job_id", b.ArrayJobID)
-	dst = appendIntField(dst, mark, "array_task_id", int64(b.ArrayTaskID))
-	dst = appendStringField(dst, mark, "hold", b.Hold)
-	dst = appendIntField(dst, mark, "restarts", int64(b.Restarts))
-	dst = appendIntField(dst, mark, "priority", int64(b.Priority))
-	return append(dst, '}')
+	return append(binary.AppendUvarint(dst, uint64(len(s))), s...)
 }
 
-// appendName appends a field's name, after a comma unless it is the
-// first of its object (the object's fields start at mark).
-func appendName(dst []byte, mark int, name string) []byte {
-	if len(dst) > mark {
-		dst = append(dst, ',')
-	}
-	return append(append(append(dst, '"'), name...), `":`...)
-}
-
-// appendStringField appends an omitempty string field.
-func appendStringField(dst []byte, mark int, name, v string) []byte {
-	if v == "" {
-		return dst
-	}
-	dst, _ = jsontext.AppendQuote(appendName(dst, mark, name), v) // invalid UTF-8 becomes U+FFFD, as encoding/json writes it
-	return dst
-}
-
-// appendIntField appends an omitempty number field.
-func appendIntField(dst []byte, mark int, name string, v int64) []byte {
-	if v == 0 {
-		return dst
-	}
-	return strconv.AppendInt(appendName(dst, mark, name), v, 10)
-}
-
-// appendUintField appends an omitempty unsigned number field.
-func appendUintField(dst []byte, mark int, name string, v uint64) []byte {
-	if v == 0 {
-		return dst
-	}
-	return strconv.AppendUint(appendName(dst, mark, name), v, 10)
-}
-
-// appendTimeField appends an omitzero time field after another field,
-// as time.Time's MarshalJSON writes it.
-func appendTimeField(dst []byte, name string, t time.Time) []byte {
+func appendTime(dst []byte, t time.Time) []byte {
 	if t.IsZero() {
-		return dst
+		return append(dst, 0)
 	}
-	dst = append(appendName(dst, -1, name), '"')
-	return append(t.AppendFormat(dst, time.RFC3339Nano), '"')
+	return binary.AppendUvarint(binary.AppendVarint(append(dst, 1), t.Unix()), uint64(t.Nanosecond()))
+}
+
+// briefReader reads records into Jobs. Each string field keeps the last
+// value it read: a list's jobs mostly share their partition, user,
+// state and reason, which then cost no allocation.
+type briefReader struct {
+	rec  []byte
+	bad  bool
+	last [10]string
+}
+
+// read reads one record (without its length) into j, a zero Job.
+func (r *briefReader) read(rec []byte, j *Job) error {
+	r.rec, r.bad = rec, false
+	j.ID = r.uvarint()
+	j.Spec.Name = r.str(0)
+	j.Spec.Partition = r.str(1)
+	j.Spec.Nodes = int(r.varint())
+	j.Spec.TimeLimitMin = r.varint()
+	j.Spec.Account = r.str(2)
+	j.Spec.QOS = r.str(3)
+	j.UID = uint32(r.uvarint())
+	j.User = r.str(4)
+	j.Account = r.str(5)
+	j.State = JobState(r.str(6))
+	j.Reason = r.str(7)
+	j.StartTime = r.time()
+	j.EndTime = r.time()
+	if n := r.uvarint(); n > 0 && n <= uint64(len(r.rec)) { // each name takes a byte at least
+		j.Alloc = make([]NodeAlloc, n)
+		for i := range j.Alloc {
+			j.Alloc[i].Node = r.str(8)
+		}
+	} else if n > 0 {
+		r.bad = true
+	}
+	j.ArrayJobID = r.uvarint()
+	j.ArrayTaskID = int(r.varint())
+	j.Hold = r.str(9)
+	j.Restarts = int(r.varint())
+	j.Priority = uint32(r.uvarint())
+	if r.bad || len(r.rec) != 0 {
+		return fmt.Errorf("job %d: a brief record of %d bytes that is not one", j.ID, len(rec))
+	}
+	return nil
+}
+
+func (r *briefReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.rec)
+	if n <= 0 {
+		r.bad, r.rec = true, nil
+		return 0
+	}
+	r.rec = r.rec[n:]
+	return v
+}
+
+func (r *briefReader) varint() int64 {
+	v, n := binary.Varint(r.rec)
+	if n <= 0 {
+		r.bad, r.rec = true, nil
+		return 0
+	}
+	r.rec = r.rec[n:]
+	return v
+}
+
+// str reads a string, the field's last one when it is the same.
+func (r *briefReader) str(field int) string {
+	n := r.uvarint()
+	if n > uint64(len(r.rec)) {
+		r.bad, r.rec = true, nil
+		return ""
+	}
+	b := r.rec[:n]
+	r.rec = r.rec[n:]
+	if string(b) != r.last[field] { // compared without a copy
+		r.last[field] = string(b)
+	}
+	return r.last[field]
+}
+
+func (r *briefReader) time() time.Time {
+	if len(r.rec) == 0 || r.rec[0] == 0 {
+		if len(r.rec) == 0 {
+			r.bad = true
+		} else {
+			r.rec = r.rec[1:]
+		}
+		return time.Time{}
+	}
+	r.rec = r.rec[1:]
+	sec := r.varint()
+	nsec := r.uvarint()
+	if nsec >= 1e9 {
+		r.bad = true
+	}
+	return time.Unix(sec, int64(nsec)).UTC() // as a JSON time with "Z" reads
 }

@@ -1,26 +1,24 @@
 package api
 
 import (
-	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
-	"strings"
 	"testing"
+	"time"
 
 	"hpc/internal/randfill"
 )
 
 // TestBriefIsPartOfJob: every field of a brief is the field of the same
-// name of the whole record, under the same JSON name, so that a brief's
-// line reads into a Job.
+// name and type of the whole record, which Job() fills.
 func TestBriefIsPartOfJob(t *testing.T) {
 	pairs := []struct{ brief, whole reflect.Type }{
 		{reflect.TypeFor[JobBrief](), reflect.TypeFor[Job]()},
 		{reflect.TypeFor[JobSpecBrief](), reflect.TypeFor[JobSpec]()},
 		{reflect.TypeFor[NodeBrief](), reflect.TypeFor[NodeAlloc]()},
 	}
-	jsonName := func(f reflect.StructField) string { name, _, _ := strings.Cut(f.Tag.Get("json"), ","); return name }
 	for _, p := range pairs {
 		for i := range p.brief.NumField() {
 			bf := p.brief.Field(i)
@@ -29,49 +27,94 @@ func TestBriefIsPartOfJob(t *testing.T) {
 				t.Errorf("%s.%s: %s has no such field", p.brief.Name(), bf.Name, p.whole.Name())
 				continue
 			}
-			if jsonName(bf) != jsonName(wf) {
-				t.Errorf("%s.%s is %q in JSON, %s's %q", p.brief.Name(), bf.Name, jsonName(bf), p.whole.Name(), jsonName(wf))
+			if bf.Type != wf.Type && bf.Type.Kind() != reflect.Struct && bf.Type.Kind() != reflect.Slice {
+				t.Errorf("%s.%s is a %s, %s's a %s", p.brief.Name(), bf.Name, bf.Type, p.whole.Name(), wf.Type)
 			}
 		}
 	}
 }
 
-// TestBriefLineDecodesAsJob: a brief's line (AppendJSON's) reads as
-// encoding/json's text of the brief, and, read as a job list's line, is
-// the Job the brief stands for, whatever the whole job held.
-func TestBriefLineDecodesAsJob(t *testing.T) {
+// TestBriefRecordReadsAsJob: a brief's record, alone in a list, reads
+// as the brief's Job, whatever the whole job held; it is shorter than
+// the whole job's JSON; and every record cut short, or with a byte
+// more, is refused.
+func TestBriefRecordReadsAsJob(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		var j Job
 		randfill.Fill(rng, reflect.ValueOf(&j).Elem())
 		b := j.Brief()
-		// As the daemon writes it (cluster/joblist.go).
-		line := bytes.NewBuffer(append(b.AppendJSON(nil), '\n'))
-		// It reads as encoding/json's own text of the brief.
-		var mine, theirs JobBrief
-		std, _ := json.Marshal(&b)
-		if err := json.Unmarshal(line.Bytes(), &mine); err != nil {
-			t.Fatalf("seed %d: %v\n%s", seed, err, line.Bytes())
+		rec := b.AppendBinary(nil)
+		got, err := readList(briefList(rec))
+		if err != nil || len(got) != 1 {
+			t.Fatalf("seed %d: %v", seed, err)
 		}
-		if err := json.Unmarshal(std, &theirs); err != nil {
+		// What the client would read of the brief's fields in the whole
+		// job's JSON.
+		whole, _ := json.Marshal(&j)
+		var read Job
+		if err := json.Unmarshal(whole, &read); err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(mine, theirs) {
-			t.Fatalf("seed %d: AppendJSON's\n%s\nreads otherwise than encoding/json's\n%s", seed, line.Bytes(), std)
+		want := briefFields(read.Brief())
+		if !sameJob(got[0], want) {
+			t.Fatalf("seed %d: read\n%+v\nwant\n%+v", seed, got[0], want)
 		}
-		// Read as a job list's line, it is the brief's Job: the brief's
-		// fields as encoding/json reads them, the others zero.
-		var want Job
-		if err := json.Unmarshal(std, &want); err != nil {
-			t.Fatal(err)
-		}
-		readsAs(t, seed, line.Bytes(), want)
-		if !reflect.DeepEqual(b.Job(), want) {
+		if !sameJob(b.Job(), want) {
 			t.Fatalf("seed %d: Job() is\n%+v\nwant\n%+v", seed, b.Job(), want)
 		}
-		whole, _ := json.Marshal(&j)
-		if line.Len() > len(whole) {
-			t.Fatalf("seed %d: the brief's line (%d bytes) is longer than its whole job's (%d)", seed, line.Len(), len(whole))
+		if len(rec) > len(whole) {
+			t.Fatalf("seed %d: the brief's record (%d bytes) is longer than its whole job's JSON (%d)", seed, len(rec), len(whole))
+		}
+		var r briefReader
+		for cut := range len(rec) {
+			if err := r.read(rec[:cut], new(Job)); err == nil {
+				t.Fatalf("seed %d: a record cut to %d of %d bytes reads", seed, cut, len(rec))
+			}
+		}
+		if err := r.read(append(rec, 0), new(Job)); err == nil {
+			t.Fatalf("seed %d: a record with a byte more reads", seed)
 		}
 	}
+}
+
+// briefFields is the Job holding a brief's fields, the others zero.
+func briefFields(b JobBrief) Job {
+	j := Job{
+		ID: b.ID,
+		Spec: JobSpec{
+			Name: b.Spec.Name, Partition: b.Spec.Partition, Nodes: b.Spec.Nodes,
+			TimeLimitMin: b.Spec.TimeLimitMin, Account: b.Spec.Account, QOS: b.Spec.QOS,
+		},
+		UID: b.UID, User: b.User, Account: b.Account, State: b.State, Reason: b.Reason,
+		StartTime: b.StartTime, EndTime: b.EndTime,
+		ArrayJobID: b.ArrayJobID, ArrayTaskID: b.ArrayTaskID, Hold: b.Hold,
+		Restarts: b.Restarts, Priority: b.Priority,
+	}
+	for _, a := range b.Alloc {
+		j.Alloc = append(j.Alloc, NodeAlloc{Node: a.Node})
+	}
+	return j
+}
+
+// sameJob compares two jobs with their times as instants (a record's
+// times read in UTC).
+func sameJob(a, b Job) bool {
+	for _, j := range []*Job{&a, &b} {
+		for _, t := range []*time.Time{&j.StartTime, &j.EndTime} {
+			if !t.IsZero() {
+				*t = t.UTC()
+			}
+		}
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// briefList is a list of briefs holding the records given.
+func briefList(recs ...[]byte) string {
+	out := []byte(BriefListHead(len(recs)))
+	for _, r := range recs {
+		out = append(binary.AppendUvarint(out, uint64(len(r))), r...)
+	}
+	return string(out)
 }

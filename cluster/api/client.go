@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,8 +172,9 @@ func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 
 // JobsBrief lists the jobs the controller holds as api.JobBrief carries
 // them: each Job has only a brief's fields (squeue's common listings).
+// A daemon that knows no briefs answers with whole jobs.
 func (c *Client) JobsBrief(ctx context.Context) ([]Job, error) {
-	return c.jobList(ctx, "/api/jobs?brief=1")
+	return c.jobList(ctx, "/api/jobs?brief=2")
 }
 
 // JobsWhole lists jobs with the batch scripts and environments the caller
@@ -203,8 +206,10 @@ func (c *Client) jobList(ctx context.Context, path string) ([]Job, error) {
 		return nil, fmt.Errorf("GET %s: reading the job list: %w", path, err)
 	}
 	var jobs []Job
-	if n, ok := jobListHead(head); ok {
-		jobs, err = jobLines(br, n)
+	if n, ok := briefListHead(head); ok {
+		jobs, err = readRecords(br, n, briefRecord, briefDecoder)
+	} else if n, ok := jobListHead(head); ok {
+		jobs, err = readRecords(br, n, jsonLine, jsonDecoder)
 	} else {
 		jobs, err = jobListJSON(io.MultiReader(bytes.NewReader(head), br))
 	}
@@ -220,11 +225,20 @@ const maxListed = 1 << 20
 
 // jobListHead reads the count of a framed list's first line.
 func jobListHead(line []byte) (int, bool) {
-	rest, ok := bytes.CutPrefix(line, []byte(`{"count":`))
+	return listCount(line, `{"count":`, ",\"jobs\":[\n")
+}
+
+// briefListHead reads the count of a list of briefs' first line
+// (brief.go's briefHead).
+func briefListHead(line []byte) (int, bool) { return listCount(line, briefHead, "\n") }
+
+// listCount reads the count between a head line's prefix and suffix.
+func listCount(line []byte, prefix, suffix string) (int, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(prefix))
 	if !ok {
 		return 0, false
 	}
-	num, ok := bytes.CutSuffix(rest, []byte(",\"jobs\":[\n"))
+	num, ok := bytes.CutSuffix(rest, []byte(suffix))
 	if !ok {
 		return 0, false
 	}
@@ -240,10 +254,80 @@ func jobListHead(line []byte) (int, bool) {
 // which is the faster writer.
 var listJSON = jsonv1.DefaultOptionsV1()
 
-// jobLines decodes n jobs, one per line (a comma before all but the
-// first), up to the closing "]}". Lines go to the decoders in batches
-// whose buffers are used again once decoded.
-func jobLines(br *bufio.Reader, n int) ([]Job, error) {
+// A recordSplitter appends a list's next record to data and returns it;
+// end is true, and nothing appended, once the list has ended (i records
+// read).
+type recordSplitter func(br *bufio.Reader, data []byte, i int) (out []byte, end bool, err error)
+
+// A recordDecoder reads one record into a zero Job; newDecoder gives each
+// of readRecords' decoders its own.
+type recordDecoder func(rec []byte, j *Job) error
+
+// jsonLine splits a framed JSON list: one job per line, a comma before
+// all but the first, "]}" after the last.
+func jsonLine(br *bufio.Reader, data []byte, i int) ([]byte, bool, error) {
+	start := len(data)
+	for { // a line longer than the reader's buffer (a script) comes in pieces
+		piece, err := br.ReadSlice('\n')
+		data = append(data, piece...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return data, false, err
+		}
+		break
+	}
+	ln := data[start:]
+	if ln[0] == ']' {
+		return data[:start], true, nil
+	}
+	if i > 0 {
+		if ln[0] != ',' {
+			return data, false, fmt.Errorf("job %d: not a list item", i)
+		}
+		ln[0] = ' ' // the comma between items: a space to the decoder
+	}
+	return data, false, nil
+}
+
+func jsonDecoder() recordDecoder {
+	return func(rec []byte, j *Job) error { return jsonv2.Unmarshal(rec, j, listJSON) }
+}
+
+// briefRecord splits a list of briefs: each record its length (a uvarint)
+// and its bytes; the list ends after its count and the answer with it.
+func briefRecord(br *bufio.Reader, data []byte, i int) ([]byte, bool, error) {
+	size, err := binary.ReadUvarint(br)
+	if err == io.EOF {
+		return data, true, nil
+	}
+	if err != nil {
+		return data, false, err
+	}
+	if size > maxBriefRecord {
+		return data, false, fmt.Errorf("job %d: a brief record of %d bytes", i, size)
+	}
+	start := len(data)
+	data = slices.Grow(data, int(size))[:start+int(size)]
+	if _, err := io.ReadFull(br, data[start:]); err != nil {
+		return data, false, err
+	}
+	return data, false, nil
+}
+
+// maxBriefRecord bounds a brief's record (its strings are names).
+const maxBriefRecord = 1 << 20
+
+func briefDecoder() recordDecoder {
+	var r briefReader
+	return r.read
+}
+
+// readRecords decodes the n jobs of a list whose records split splits
+// off, up to the list's end. Records go to the decoders, one per core, in
+// batches whose buffers are used again once decoded.
+func readRecords(br *bufio.Reader, n int, split recordSplitter, newDecoder func() recordDecoder) ([]Job, error) {
 	jobs := make([]Job, n)
 	if n > 0 {
 		adviseHuge(unsafe.Slice((*byte)(unsafe.Pointer(&jobs[0])), n*int(unsafe.Sizeof(jobs[0]))))
@@ -251,7 +335,7 @@ func jobLines(br *bufio.Reader, n int) ([]Job, error) {
 	type batch struct {
 		first int
 		data  []byte
-		ends  []int // where each line ends in data
+		ends  []int // where each record ends in data
 	}
 	const perBatch = 64
 	free := sync.Pool{New: func() any { return &batch{data: make([]byte, 0, 32<<10), ends: make([]int, 0, perBatch)} }}
@@ -263,10 +347,11 @@ func jobLines(br *bufio.Reader, n int) ([]Job, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			decode := newDecoder()
 			for b := range work {
 				start := 0
 				for k, end := range b.ends {
-					if err := jsonv2.Unmarshal(b.data[start:end], &jobs[b.first+k], listJSON); err != nil {
+					if err := decode(b.data[start:end], &jobs[b.first+k]); err != nil {
 						mu.Lock()
 						decodeErr = cmp.Or(decodeErr, err)
 						mu.Unlock()
@@ -282,31 +367,17 @@ func jobLines(br *bufio.Reader, n int) ([]Job, error) {
 		defer close(work)
 		i, b := 0, free.Get().(*batch)
 		for {
-			start := len(b.data)
-			for { // a line longer than the reader's buffer (a script) comes in pieces
-				piece, err := br.ReadSlice('\n')
-				b.data = append(b.data, piece...)
-				if err == bufio.ErrBufferFull {
-					continue
-				}
-				if err != nil {
-					return i, fmt.Errorf("cut short after %d of %d jobs: %w", i, n, err)
-				}
-				break
+			var end bool
+			var err error
+			b.data, end, err = split(br, b.data, i)
+			if err != nil {
+				return i, fmt.Errorf("cut short after %d of %d jobs: %w", i, n, err)
 			}
-			ln := b.data[start:]
-			if ln[0] == ']' {
-				b.data = b.data[:start]
+			if end {
 				if len(b.ends) > 0 {
 					work <- b
 				}
 				return i, nil
-			}
-			if i > 0 {
-				if ln[0] != ',' {
-					return i, fmt.Errorf("job %d: not a list item", i)
-				}
-				ln[0] = ' ' // the comma between items: a space to the decoder
 			}
 			if i >= n {
 				return i, fmt.Errorf("more jobs than the %d counted", n)

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
@@ -17,8 +18,11 @@ import (
 func readList(body string) ([]Job, error) {
 	br := bufio.NewReader(strings.NewReader(body))
 	head, _ := br.ReadBytes('\n')
+	if n, ok := briefListHead(head); ok {
+		return readRecords(br, n, briefRecord, briefDecoder)
+	}
 	if n, ok := jobListHead(head); ok {
-		return jobLines(br, n)
+		return readRecords(br, n, jsonLine, jsonDecoder)
 	}
 	return jobListJSON(bytes.NewReader(append(head, readRest(br)...)))
 }
@@ -43,6 +47,25 @@ func TestJobListFraming(t *testing.T) {
 		"bad job":          "{\"count\":1,\"jobs\":[\n{\"id\":\"x\"}\n]}\n",
 		"not an object":    "[1,2]",
 		"jobs not a list":  `{"jobs":3}`,
+	} {
+		if jobs, err := readList(body); err == nil {
+			t.Errorf("%s: read %d jobs, no error", name, len(jobs))
+		}
+	}
+	// Lists of briefs: records after their head, nothing after the count.
+	one, two := JobBrief{ID: 1, State: StatePending}, JobBrief{ID: 2, User: "alice"}
+	r1, r2 := one.AppendBinary(nil), two.AppendBinary(nil)
+	if jobs, err := readList(briefList(r1, r2)); err != nil || len(jobs) != 2 || jobs[0].State != StatePending || jobs[1].User != "alice" {
+		t.Fatalf("briefs: %+v %v", jobs, err)
+	}
+	both := briefList(r1, r2)
+	for name, body := range map[string]string{
+		"briefs cut short":          both[:len(both)-2],
+		"briefs fewer than count":   strings.Replace(briefList(r1), " 1\n", " 2\n", 1),
+		"briefs more than count":    strings.Replace(both, " 2\n", " 1\n", 1),
+		"brief not a record":        briefList([]byte{0xff}),
+		"brief record too long":     BriefListHead(1) + string(binary.AppendUvarint(nil, 1<<30)),
+		"briefs count not a number": "hpc-briefs 1 x\n",
 	} {
 		if jobs, err := readList(body); err == nil {
 			t.Errorf("%s: read %d jobs, no error", name, len(jobs))
@@ -118,7 +141,7 @@ func BenchmarkJobLines(b *testing.B) {
 	const n = 5000
 	var body, briefs bytes.Buffer
 	body.WriteString("{\"count\":5000,\"jobs\":[\n")
-	briefs.WriteString("{\"count\":5000,\"jobs\":[\n")
+	briefs.WriteString(BriefListHead(n))
 	var lines [][]byte
 	for i := range n {
 		t := time.Date(2026, 12, 2, 8, 0, 0, i*1000, time.UTC)
@@ -129,10 +152,9 @@ func BenchmarkJobLines(b *testing.B) {
 		line, _ := json.Marshal(&j)
 		lines = append(lines, line)
 		brief := j.Brief()
-		if i > 0 {
-			briefs.WriteByte(',')
-		}
-		briefs.Write(append(brief.AppendJSON(nil), '\n'))
+		rec := brief.AppendBinary(nil)
+		briefs.Write(binary.AppendUvarint(nil, uint64(len(rec))))
+		briefs.Write(rec)
 		if i > 0 {
 			body.WriteByte(',')
 		}
@@ -140,7 +162,6 @@ func BenchmarkJobLines(b *testing.B) {
 		body.WriteByte('\n')
 	}
 	body.WriteString("]}\n")
-	briefs.WriteString("]}\n")
 	b.Run("briefs", func(b *testing.B) {
 		for b.Loop() {
 			if jobs, err := readList(briefs.String()); err != nil || len(jobs) != n {
