@@ -875,37 +875,39 @@ func memFile(name string, v any) (*os.File, error) {
 }
 
 // hostPid maps the pid of a task in a step's namespace to the host's,
-// looking among the supervisor's children (a task that has ended is one
-// until the supervisor reaps it) and the step's processes; 0 if gone.
+// looking among the children of the supervisor's main thread, which
+// starts the tasks (init.go; a task that has ended is one until the
+// supervisor reaps it), then among the step's processes (its cgroup's);
+// 0 if gone.
 func hostPid(c *libcontainer.Container, supervisor, nsPid int) int {
-	var pids []int
-	// Each thread lists the children it forked.
-	threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", supervisor))
-	for _, t := range threads {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
+	want := strconv.Itoa(nsPid)
+	find := func(pids []int) int {
+		for _, p := range pids {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) > 0 && f[len(f)-1] == want {
+					return p
+				}
+			}
 		}
+		return 0
+	}
+	var children []int
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", supervisor, supervisor)); err == nil {
 		for _, f := range strings.Fields(string(b)) {
 			if p, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, p)
+				children = append(children, p)
 			}
 		}
 	}
-	if more, err := c.Processes(); err == nil {
-		pids = append(pids, more...)
+	if p := find(children); p != 0 {
+		return p
 	}
-	want := strconv.Itoa(nsPid)
-	for _, p := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) > 0 && f[len(f)-1] == want {
-				return p
-			}
-		}
+	if pids, err := c.Processes(); err == nil {
+		return find(pids)
 	}
 	return 0
 }

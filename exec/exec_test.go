@@ -1226,3 +1226,25 @@ func TestJobCgroup(t *testing.T) {
 	}
 	checkNoLeftovers(t, e)
 }
+
+// TestPidOfQuickStep: a step's process has its host pid even when it has
+// ended by the time the launch returns (the supervisor's child until it
+// is reaped), for a single process and for tasks.
+func TestPidOfQuickStep(t *testing.T) {
+	modes(t, func(t *testing.T, e *Executor) {
+		for i := range 12 {
+			spec := StepSpec{ID: fmt.Sprintf("9%d.batch", i), Argv: []string{"/bin/true"}}
+			if i%2 == 1 {
+				spec = StepSpec{ID: fmt.Sprintf("9%d.0", i), Tasks: []TaskSpec{{Argv: []string{"/bin/true"}, Env: env}, {Argv: []string{"/bin/true"}, Env: env}}}
+			}
+			s := launch(t, e, spec)
+			if s.Pid() <= 0 {
+				t.Errorf("%s: Pid() = %d", spec.ID, s.Pid())
+			}
+			if r := s.Wait(); r.ExitCode != 0 || r.Err != nil {
+				t.Errorf("%s: %+v", spec.ID, r)
+			}
+		}
+		checkNoLeftovers(t, e)
+	})
+}

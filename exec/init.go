@@ -4,6 +4,7 @@ package exec
 
 import (
 	"os"
+	"runtime"
 
 	"github.com/opencontainers/runc/libcontainer"
 	_ "github.com/opencontainers/runc/libcontainer/nsenter" // joins namespaces before the Go runtime starts (cgo)
@@ -12,6 +13,16 @@ import (
 // pauseArg marks "<exe> init <pauseArg>": a step container's init process,
 // its supervisor (stepd.go).
 const pauseArg = "hpc-step-reaper"
+
+func init() {
+	// The supervisor starts its tasks from its main goroutine (stepd.go),
+	// kept here on the main thread, so that the tasks are that thread's
+	// children (/proc/PID/task/PID/children): hostPid finds them there
+	// without listing the supervisor's threads.
+	if len(os.Args) == 3 && os.Args[1] == "init" && os.Args[2] == pauseArg {
+		runtime.LockOSThread()
+	}
+}
 
 // InitIfChild must be the first thing main (and TestMain) does. When the
 // program runs as libcontainer's container init ("<exe> init"), it performs

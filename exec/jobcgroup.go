@@ -58,7 +58,7 @@ func (r *containerRuntime) joinJob(spec *StepSpec) error {
 				res.MemorySwap = res.Memory
 			}
 		}
-		m, err := manager.New(&cgroups.Cgroup{Path: r.cgParent + "/" + jobCgroupName(spec.Job), Resources: res})
+		m, err := r.jobManager(spec.Job, res)
 		if err != nil {
 			return fmt.Errorf("job cgroup: %w", err)
 		}
@@ -74,6 +74,18 @@ func (r *containerRuntime) joinJob(spec *StepSpec) error {
 	return nil
 }
 
+// jobManager is the manager of job's cgroup: the node cgroup's paths
+// (probeCgroups) with the job's name under each, rather than looking up
+// every hierarchy's mount again for each step.
+func (r *containerRuntime) jobManager(job string, res *cgroups.Resources) (cgroups.Manager, error) {
+	name := jobCgroupName(job)
+	paths := make(map[string]string, len(r.cgPaths))
+	for sys, p := range r.cgPaths {
+		paths[sys] = p + "/" + name
+	}
+	return manager.NewWithPaths(&cgroups.Cgroup{Path: r.cgParent + "/" + name, Resources: res}, paths)
+}
+
 // leaveJob is the end of a step of job: the job cgroup goes with its last.
 func (r *containerRuntime) leaveJob(job string) {
 	if job == "" {
@@ -85,7 +97,7 @@ func (r *containerRuntime) leaveJob(job string) {
 		return
 	}
 	delete(r.jobs.steps, job)
-	if m, err := manager.New(&cgroups.Cgroup{Path: r.cgParent + "/" + jobCgroupName(job), Resources: &cgroups.Resources{}}); err == nil {
+	if m, err := r.jobManager(job, &cgroups.Resources{}); err == nil {
 		if err := m.Destroy(); err != nil {
 			r.log.Warn("cannot remove a job cgroup", "job", job, "err", err)
 		}
