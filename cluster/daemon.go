@@ -159,6 +159,53 @@ const (
 	raftSnapshotInterval  = 10 * time.Second
 )
 
+// snapshotThreshold is the threshold for a state of jobs jobs: a snapshot
+// writes every job and accounting's rows, so a state of 100,000 jobs took
+// seconds of a controller's CPU each time; at a fixed threshold it took
+// one every 4,096 entries, and a controller under a stream of submits did
+// little else. Half the jobs (in steps of raftSnapshotThreshold) keeps
+// the snapshots' cost per entry bounded, and the log at most about half
+// the state's jobs past TrailingLogs.
+func snapshotThreshold(jobs int) uint64 {
+	steps := uint64(jobs/2) / raftSnapshotThreshold
+	return max(1, steps) * raftSnapshotThreshold
+}
+
+// tuneSnapshots keeps Raft's snapshot threshold at snapshotThreshold of
+// the jobs the state holds, looking every raftSnapshotInterval; every
+// controller takes its own snapshots.
+func (d *Daemon) tuneSnapshots() {
+	defer d.wg.Done()
+	t := time.NewTicker(raftSnapshotInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-t.C:
+			d.retuneSnapshots()
+		}
+	}
+}
+
+func (d *Daemon) retuneSnapshots() {
+	var jobs int
+	d.fsm.View(func(st *fsm.State) { jobs = len(st.Jobs) })
+	d.setSnapshotThreshold(jobs)
+}
+
+// setSnapshotThreshold sets Raft's snapshot threshold for a state of jobs
+// jobs.
+func (d *Daemon) setSnapshotThreshold(jobs int) {
+	rc := d.raft.ReloadableConfig()
+	if want := snapshotThreshold(jobs); rc.SnapshotThreshold != want {
+		rc.SnapshotThreshold = want
+		if err := d.raft.ReloadConfig(rc); err != nil {
+			d.log.Warn("cannot change the snapshot threshold", "threshold", want, "err", err)
+		}
+	}
+}
+
 // Start brings a node up and returns once its servers listen.
 func Start(o Options) (*Daemon, error) {
 	cfg := o.Config
@@ -243,9 +290,10 @@ func Start(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	if d.raft != nil {
-		d.wg.Add(2)
+		d.wg.Add(3)
 		go d.leaderLoop()
 		go d.healthLoop() // health.go
+		go d.tuneSnapshots()
 	}
 	ok = true
 	return d, nil

@@ -355,3 +355,30 @@ func TestAgentForwardsToAnsweringController(t *testing.T) {
 		t.Errorf("both failed: %q %v, want one of them still", got, err)
 	}
 }
+
+// TestSnapshotThreshold: Raft snapshots a state of many jobs less often,
+// in proportion (half its jobs, in steps of the base threshold), and a
+// controller whose threshold changed still commits.
+func TestSnapshotThreshold(t *testing.T) {
+	for jobs, want := range map[int]uint64{0: 4096, 5000: 4096, 8191: 4096, 16384: 8192, 100000: 49152} {
+		if got := snapshotThreshold(jobs); got != want {
+			t.Errorf("%d jobs: threshold %d, want %d", jobs, got, want)
+		}
+	}
+	d, cl := startOne(t)
+	d.retuneSnapshots()
+	if got := d.raft.ReloadableConfig().SnapshotThreshold; got != raftSnapshotThreshold {
+		t.Errorf("empty state: threshold %d", got)
+	}
+	d.setSnapshotThreshold(100000)
+	if got := d.raft.ReloadableConfig().SnapshotThreshold; got != 49152 {
+		t.Errorf("100,000 jobs: threshold %d", got)
+	}
+	if _, err := cl.Submit(context.Background(), api.JobSpec{Script: "#!/bin/sh\ntrue\n", WorkDir: t.TempDir(), Hold: true}); err != nil {
+		t.Fatal(err)
+	}
+	d.retuneSnapshots()
+	if got := d.raft.ReloadableConfig().SnapshotThreshold; got != raftSnapshotThreshold {
+		t.Errorf("one job: threshold %d", got)
+	}
+}

@@ -7,6 +7,8 @@
 # Prints, one `figure<TAB>value<TAB>unit` line each:
 #   api submit (C concurrent)  JOBS held jobs through the leader's socket by
 #                              BENCH_SUBMITTERS=256 goroutines (apisubmit), jobs/s
+#   leader settled             seconds until the leader was quiet after the
+#                              submits (its snapshot of the new state), s
 #   squeue / sinfo / scontrol show job ID   with JOBS pending, median of 5, ms
 #   sbatch --hold              one more submit with JOBS pending, median of 10, ms
 #   controller RSS             the leader's, with JOBS pending, MiB
@@ -66,14 +68,25 @@ cd "$work"
 "$work/apisubmit" -socket "$lab/$L/hpc.sock" -n "$JOBS" -c "$C"
 L=$(leader)
 pid=$(cat "$lab/$L/hpc.pid")
+tick=$(getconf CLK_TCK)
+cpu() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+# The submits leave each controller a Raft snapshot of the new state to
+# write (seconds of CPU with 100,000 jobs): the figures below are taken
+# once the leader has been quiet (under 150 ms of CPU) for a second.
+settled=0
+while ((settled < 300)); do
+  c0=$(cpu)
+  sleep 1
+  settled=$((settled + 1))
+  (((($(cpu) - c0) * 1000 / tick) < 150)) && break
+done
+printf 'leader settled after the submits\t%d\ts\n' "$settled"
 id=$(squeue -h -o %i | awk 'NR == 1')
 printf 'squeue (%d pending)\t%s\tms\n' "$JOBS" "$(timed 5 squeue)"
 printf 'sinfo (%d pending)\t%s\tms\n' "$JOBS" "$(timed 5 sinfo)"
 printf 'scontrol show job ID (%d pending)\t%s\tms\n' "$JOBS" "$(timed 5 scontrol show job "$id")"
 printf 'sbatch --hold (%d pending)\t%s\tms\n' "$JOBS" "$(timed 10 sbatch --hold --wrap true)"
 printf 'controller RSS (%d pending)\t%s\tMiB\n' "$JOBS" "$(awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")"
-tick=$(getconf CLK_TCK)
-cpu() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 c0=$(cpu)
 if [[ -n ${BENCH_PROFILE:-} ]]; then
   # The leader's CPU profile over the same 10 s (go tool pprof -top FILE).
