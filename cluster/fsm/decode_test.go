@@ -1,0 +1,47 @@
+package fsm
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"hpc/internal/randfill"
+)
+
+// TestDecodeAsEncodingJSON: every kind of entry, whatever its fields
+// hold, decodes as encoding/json reads what Encode wrote; and an entry
+// cut short or with a field of the wrong type fails in both.
+func TestDecodeAsEncodingJSON(t *testing.T) {
+	for typ, mk := range newOp {
+		for seed := range uint64(150) {
+			rng := rand.New(rand.NewPCG(seed, uint64(typ)))
+			op := mk()
+			randfill.Fill(rng, reflect.ValueOf(op).Elem())
+			data, err := Encode(op)
+			if err != nil {
+				continue // a value encoding/json cannot write
+			}
+			want := mk()
+			if err := json.Unmarshal(data[1:], want); err != nil {
+				t.Fatalf("type %d seed %d: encoding/json: %v", typ, seed, err)
+			}
+			got, err := Decode(data)
+			if err != nil {
+				t.Fatalf("type %d seed %d: %v\n%s", typ, seed, err, data)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("type %d seed %d: decoded\n%+v\nwant\n%+v\nfrom %s", typ, seed, got, want, data)
+			}
+			if len(data) > 2 {
+				cut := data[:len(data)/2+1]
+				if _, err := Decode(cut); err == nil && json.Unmarshal(cut[1:], mk()) != nil {
+					t.Fatalf("type %d seed %d: %q decodes, encoding/json refuses it", typ, seed, cut)
+				}
+			}
+		}
+	}
+	if _, err := Decode(append([]byte{byte(TypeSubmit)}, `{"job":{"id":"x"}}`...)); err == nil {
+		t.Error("a job id that is a string decodes")
+	}
+}
