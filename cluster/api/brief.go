@@ -197,18 +197,14 @@ func (r *briefReader) read(rec []byte, j *Job) error {
 	return nil
 }
 
-func (r *briefReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.rec)
-	if n <= 0 {
-		r.bad, r.rec = true, nil
-		return 0
-	}
-	r.rec = r.rec[n:]
-	return v
-}
+func (r *briefReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *briefReader) varint() int64 {
-	v, n := binary.Varint(r.rec)
+func (r *briefReader) varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint reads a number with binary's Uvarint or Varint; a record
+// that holds none marks the record bad.
+func readVarint[T uint64 | int64](r *briefReader, read func([]byte) (T, int)) T {
+	v, n := read(r.rec)
 	if n <= 0 {
 		r.bad, r.rec = true, nil
 		return 0
@@ -232,16 +228,18 @@ func (r *briefReader) str(field int) string {
 	return r.last[field]
 }
 
+// time reads a time: a tag 0 (zero) or 1, then its seconds and
+// nanoseconds.
 func (r *briefReader) time() time.Time {
-	if len(r.rec) == 0 || r.rec[0] == 0 {
-		if len(r.rec) == 0 {
-			r.bad = true
-		} else {
-			r.rec = r.rec[1:]
-		}
+	if len(r.rec) == 0 || r.rec[0] > 1 {
+		r.bad = true
 		return time.Time{}
 	}
+	tag := r.rec[0]
 	r.rec = r.rec[1:]
+	if tag == 0 {
+		return time.Time{}
+	}
 	sec := r.varint()
 	nsec := r.uvarint()
 	if nsec >= 1e9 {

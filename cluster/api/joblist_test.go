@@ -64,6 +64,7 @@ func TestJobListFraming(t *testing.T) {
 		"briefs fewer than count":   strings.Replace(briefList(r1), " 1\n", " 2\n", 1),
 		"briefs more than count":    strings.Replace(both, " 2\n", " 1\n", 1),
 		"brief not a record":        briefList([]byte{0xff}),
+		"brief time tag not 0 or 1": briefList(append(append([]byte{1}, make([]byte, 11)...), 2, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
 		"brief record too long":     BriefListHead(1) + string(binary.AppendUvarint(nil, 1<<30)),
 		"briefs count not a number": "hpc-briefs 1 x\n",
 	} {

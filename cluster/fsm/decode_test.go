@@ -2,10 +2,13 @@ package fsm
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
+	"hpc/cluster/api"
 	"hpc/internal/randfill"
 )
 
@@ -44,4 +47,36 @@ func TestDecodeAsEncodingJSON(t *testing.T) {
 	if _, err := Decode(append([]byte{byte(TypeSubmit)}, `{"job":{"id":"x"}}`...)); err == nil {
 		t.Error("a job id that is a string decodes")
 	}
+}
+
+// BenchmarkDecode: one submit's entry as sbatch makes it (an environment
+// of 60 variables), read by Decode and by encoding/json.
+func BenchmarkDecode(b *testing.B) {
+	env := make([]string, 60)
+	for i := range env {
+		env[i] = fmt.Sprintf("VAR_%02d=/usr/local/lib/something/%d:/usr/lib/x86_64-linux-gnu", i, i)
+	}
+	op := &Submit{Time: time.Unix(2e9, 0).UTC(), Token: "0123456789abcdef0123456789abcdef", Job: &api.Job{
+		ID: 42, UID: 1000, GID: 1000, User: "alice", Account: "physics", State: api.StatePending,
+		Spec: api.JobSpec{Name: "wrap", Partition: "debug", WorkDir: "/home/alice/run", Wrap: true, NTasks: 1,
+			TimeLimitMin: 60, Output: "/home/alice/run/slurm-%j.out", Script: "#!/bin/sh\ntrue\n", Env: env},
+	}}
+	data, err := Encode(op)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Decode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Decode(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if err := json.Unmarshal(data[1:], new(Submit)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
