@@ -103,7 +103,7 @@ type Daemon struct {
 	submits *submitLimiter
 	// diag counts what sdiag shows (diag.go).
 	diag *diagStats
-	// metrics is the node's Prometheus registry (metrics.go).
+	// metrics is the node's Prometheus figures (metrics.go).
 	metrics *daemonMetrics
 	// launches are the steps this node runs for their srun (the launcher).
 	launchMu sync.Mutex

@@ -1,28 +1,26 @@
 package cluster
 
 import (
+	"compress/gzip"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
 	"hpc/cluster/fsm"
+	"hpc/internal/promtext"
 	"hpc/sched"
 )
 
 // Prometheus metrics: GET /metrics on the API port's plain-HTTP side
 // (web.go: a token, or an anonymous viewer on the node's own machine), in
-// Prometheus's text format, on every node. Each daemon has a registry of
-// its own (several run in one test process, and a role change starts a
-// new daemon in the same process); nothing goes on client_golang's
-// default registry.
+// Prometheus's text format (internal/promtext), on every node. Each daemon
+// has figures of its own (several run in one test process, and a role
+// change starts a new daemon in the same process); nothing is global.
 //
 // Who exports what:
 //   - The cluster-wide figures (jobs by state and partition, pending
@@ -63,65 +61,102 @@ var (
 	stepLaunchBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 )
 
-// daemonMetrics is one daemon's registry and the figures counted where
-// their events happen (the scheduler's passes, Raft commits, leader
-// changes, launches). Its methods do nothing on a nil receiver: a Daemon
-// built by hand in a test has none.
+// daemonMetrics is one daemon's figures counted where their events
+// happen (the scheduler's passes, Raft commits, leader changes,
+// launches) and the collector of those read at scrape time. Its methods
+// do nothing on a nil receiver: a Daemon built by hand in a test has
+// none.
 type daemonMetrics struct {
-	reg           *prometheus.Registry
-	schedPass     prometheus.Histogram
-	backfill      prometheus.Counter
-	raftCommit    prometheus.Histogram
-	leaderChanges prometheus.Counter
-	launch        *prometheus.HistogramVec
+	schedPass     *promtext.Buckets
+	backfill      promtext.Count
+	raftCommit    *promtext.Buckets
+	leaderChanges promtext.Count
+	launch        *promtext.BucketsBy // by kind
+	collector     *metricsCollector
+	// inFlight holds a place per scrape being answered: at most two read
+	// the state at once (each holds the FSM's read lock for its pass);
+	// more are answered 503.
+	inFlight chan struct{}
 }
 
-// newDaemonMetrics makes d's registry: the event figures, the collector of
-// the figures read at scrape time (metricsCollector), Go's and the
-// process's.
+var (
+	schedPassFamily = &promtext.Family{Name: "hpc_scheduler_pass_seconds", Type: promtext.Histogram,
+		Help: "Duration of the leader's scheduling passes over a non-empty queue (sdiag's main and backfill cycles: one pass does both)."}
+	backfillFamily = &promtext.Family{Name: "hpc_backfill_starts_total", Type: promtext.Counter,
+		Help: "Jobs the leader's passes started by backfill: ahead of a job of higher priority waiting for resources (sdiag's backfilled jobs, never reset)."}
+	raftCommitFamily = &promtext.Family{Name: "hpc_raft_commit_seconds", Type: promtext.Histogram,
+		Help: "Time from proposing an entry to Raft to its being applied to this controller's state, for the entries committed."}
+	leaderChangesFamily = &promtext.Family{Name: "hpc_leader_changes_total", Type: promtext.Counter,
+		Help: "Leaders this controller has seen take office (a new leader, or the same one again after a time without)."}
+	launchFamily = &promtext.Family{Name: "hpc_step_launch_seconds", Type: promtext.Histogram, Labels: []string{"kind"},
+		Help: "Time on this node from a launch request's arrival to its tasks running: kind=batch for a job's batch script, kind=srun for this node's tasks of an srun step."}
+)
+
+// newDaemonMetrics makes d's figures.
 func newDaemonMetrics(d *Daemon) *daemonMetrics {
-	m := &daemonMetrics{
-		reg: prometheus.NewRegistry(),
-		schedPass: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "hpc_scheduler_pass_seconds",
-			Help:    "Duration of the leader's scheduling passes over a non-empty queue (sdiag's main and backfill cycles: one pass does both).",
-			Buckets: schedPassBuckets,
-		}),
-		backfill: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "hpc_backfill_starts_total",
-			Help: "Jobs the leader's passes started by backfill: ahead of a job of higher priority waiting for resources (sdiag's backfilled jobs, never reset).",
-		}),
-		raftCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "hpc_raft_commit_seconds",
-			Help:    "Time from proposing an entry to Raft to its being applied to this controller's state, for the entries committed.",
-			Buckets: raftCommitBuckets,
-		}),
-		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "hpc_leader_changes_total",
-			Help: "Leaders this controller has seen take office (a new leader, or the same one again after a time without).",
-		}),
-		launch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "hpc_step_launch_seconds",
-			Help:    "Time on this node from a launch request's arrival to its tasks running: kind=batch for a job's batch script, kind=srun for this node's tasks of an srun step.",
-			Buckets: stepLaunchBuckets,
-		}, []string{"kind"}),
+	return &daemonMetrics{
+		schedPass:  promtext.NewBuckets(schedPassBuckets),
+		raftCommit: promtext.NewBuckets(raftCommitBuckets),
+		launch:     promtext.NewBucketsBy(stepLaunchBuckets),
+		collector:  newMetricsCollector(d),
+		inFlight:   make(chan struct{}, 2),
 	}
-	m.reg.MustRegister(m.schedPass, m.backfill, m.raftCommit, m.leaderChanges, m.launch,
-		newMetricsCollector(d),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
 }
 
-// registerMetricsRoutes serves the registry (a web route, web.go).
+// registerMetricsRoutes serves the figures (a web route, web.go).
 func (d *Daemon) registerMetricsRoutes(mux *http.ServeMux) {
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{
-		ErrorHandling: promhttp.ContinueOnError,
-		// At most two scrapes read the state at once (each holds the
-		// FSM's read lock for its pass); more are answered 503.
-		MaxRequestsInFlight: 2,
-		Timeout:             30 * time.Second,
-	}))
+	mux.Handle("GET /metrics", http.TimeoutHandler(http.HandlerFunc(d.serveMetrics), 30*time.Second,
+		"the metrics took too long to gather\n"))
+}
+
+// serveMetrics answers a scrape: every figure of this daemon in the text
+// format, gzipped when the scraper takes it (Prometheus does).
+func (d *Daemon) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	m := d.metrics
+	select {
+	case m.inFlight <- struct{}{}:
+		defer func() { <-m.inFlight }()
+	default:
+		http.Error(w, "too many scrapes at once", http.StatusServiceUnavailable)
+		return
+	}
+	text := m.page().Text()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	if !acceptsGzip(r) {
+		w.Write(text)
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	zw := gzip.NewWriter(w)
+	zw.Write(text)
+	zw.Close()
+}
+
+// acceptsGzip tells whether the request's Accept-Encoding names gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(v, ",") {
+			name, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.TrimSpace(name) == "gzip" && strings.ReplaceAll(q, " ", "") != "q=0" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// page is one scrape's figures: the counted ones, the collector's and
+// Go's and the process's.
+func (m *daemonMetrics) page() *promtext.Page {
+	p := &promtext.Page{}
+	p.AddBuckets(schedPassFamily, m.schedPass)
+	p.Add(backfillFamily, m.backfill.Value())
+	p.AddBuckets(raftCommitFamily, m.raftCommit)
+	p.Add(leaderChangesFamily, m.leaderChanges.Value())
+	m.launch.AddTo(p, launchFamily)
+	m.collector.collect(p)
+	p.AddRuntime()
+	return p
 }
 
 // schedulerPass counts a scheduling pass: its length and the jobs it
@@ -144,7 +179,7 @@ func (m *daemonMetrics) committed(start time.Time) {
 // launched counts a launch on this node (agent.Options.OnLaunch).
 func (m *daemonMetrics) launched(kind string, took time.Duration) {
 	if m != nil {
-		m.launch.WithLabelValues(kind).Observe(took.Seconds())
+		m.launch.Observe(kind, took.Seconds())
 	}
 }
 
@@ -184,18 +219,18 @@ func (d *Daemon) watchLeaders(r *raft.Raft) {
 type metricsCollector struct {
 	d *Daemon
 
-	raftTerm, raftLeader, raftApplied *prometheus.Desc
-	gossip                            *prometheus.Desc
+	raftTerm, raftLeader, raftApplied *promtext.Family
+	gossip                            *promtext.Family
 
-	jobs        [len(jobStates)]*prometheus.Desc
-	partJobs    *prometheus.Desc
-	partPending *prometheus.Desc
-	reasons     *prometheus.Desc
-	nodes       *prometheus.Desc
-	nodesNoResp *prometheus.Desc
-	nodeBuckets map[string]*prometheus.Desc
-	cpus, gpus  [4]*prometheus.Desc // alloc, idle, other, total
-	partCPUs    [4]*prometheus.Desc
+	jobs        [len(jobStates)]*promtext.Family
+	partJobs    *promtext.Family
+	partPending *promtext.Family
+	reasons     *promtext.Family
+	nodes       *promtext.Family
+	nodesNoResp *promtext.Family
+	nodeBuckets map[string]*promtext.Family
+	cpus, gpus  [4]*promtext.Family // alloc, idle, other, total
+	partCPUs    [4]*promtext.Family
 }
 
 // jobStates are the states slurm_jobs_<state> are exported for, every one
@@ -245,8 +280,8 @@ var nodeBucket = map[string]string{
 }
 
 func newMetricsCollector(d *Daemon) *metricsCollector {
-	desc := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help, labels, nil)
+	desc := func(name, help string, labels ...string) *promtext.Family {
+		return &promtext.Family{Name: name, Help: help, Type: promtext.Gauge, Labels: labels}
 	}
 	c := &metricsCollector{
 		d:           d,
@@ -260,17 +295,17 @@ func newMetricsCollector(d *Daemon) *metricsCollector {
 		reasons:     desc("hpc_jobs_pending_reason", "Pending jobs by the reason squeue shows (Priority, Resources, Dependency, JobHeldUser, ...).", "reason"),
 		nodes:       desc("hpc_nodes", "Nodes by sinfo's long state name (idle, mixed, allocated, drained, draining, down, unknown); not responding ones count in their state too.", "state"),
 		nodesNoResp: desc("hpc_nodes_not_responding", "Nodes the leader does not hear (sinfo's *)."),
-		nodeBuckets: map[string]*prometheus.Desc{},
-		cpus: [4]*prometheus.Desc{
+		nodeBuckets: map[string]*promtext.Family{},
+		cpus: [4]*promtext.Family{
 			desc("slurm_cpus_alloc", "Allocated CPUs"), desc("slurm_cpus_idle", "Idle CPUs"),
 			desc("slurm_cpus_other", "Other CPUs (the free ones of drained and down nodes, as sinfo's %C counts them)"),
 			desc("slurm_cpus_total", "Total CPUs"),
 		},
-		gpus: [4]*prometheus.Desc{
+		gpus: [4]*promtext.Family{
 			desc("slurm_gpus_alloc", "Allocated GPUs"), desc("slurm_gpus_idle", "Idle GPUs"),
 			desc("slurm_gpus_other", "Other GPUs (the free ones of drained and down nodes)"), desc("slurm_gpus_total", "Total GPUs"),
 		},
-		partCPUs: [4]*prometheus.Desc{
+		partCPUs: [4]*promtext.Family{
 			desc("slurm_partition_cpus_allocated", "Allocated CPUs for partition", "partition"),
 			desc("slurm_partition_cpus_idle", "Idle CPUs for partition", "partition"),
 			desc("slurm_partition_cpus_other", "Other CPUs for partition", "partition"),
@@ -286,31 +321,10 @@ func newMetricsCollector(d *Daemon) *metricsCollector {
 	return c
 }
 
-// Describe sends every figure the collector may send.
-func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.raftTerm, c.raftLeader, c.raftApplied, c.gossip, c.partJobs,
-		c.partPending, c.reasons, c.nodes, c.nodesNoResp} {
-		ch <- d
-	}
-	for _, d := range c.jobs {
-		ch <- d
-	}
-	for _, d := range c.nodeBuckets {
-		ch <- d
-	}
-	for i := range 4 {
-		ch <- c.cpus[i]
-		ch <- c.gpus[i]
-		ch <- c.partCPUs[i]
-	}
-}
-
-// Collect sends what this node knows now.
-func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
+// collect adds what this node knows now.
+func (c *metricsCollector) collect(p *promtext.Page) {
 	d := c.d
-	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
-	}
+	gauge := p.Add
 	alive, dead := d.gossipCounts()
 	gauge(c.gossip, float64(alive), "alive")
 	gauge(c.gossip, float64(dead), "dead")
@@ -330,8 +344,8 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	c.sendCluster(f, gauge)
 }
 
-// sendCluster sends the cluster-wide figures.
-func (c *metricsCollector) sendCluster(f *clusterFigures, gauge func(*prometheus.Desc, float64, ...string)) {
+// sendCluster adds the cluster-wide figures.
+func (c *metricsCollector) sendCluster(f *clusterFigures, gauge func(*promtext.Family, float64, ...string)) {
 	for i, n := range f.jobs {
 		gauge(c.jobs[i], float64(n))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -407,5 +408,18 @@ func BenchmarkCountCluster(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		countCluster(cfg, st, results)
+	}
+}
+
+// Two scrapes at once are answered; a third meanwhile gets 503 rather
+// than a third pass over the state under its lock.
+func TestMetricsScrapesInFlight(t *testing.T) {
+	d := &Daemon{metrics: &daemonMetrics{inFlight: make(chan struct{}, 2)}}
+	d.metrics.inFlight <- struct{}{}
+	d.metrics.inFlight <- struct{}{}
+	rec := httptest.NewRecorder()
+	d.serveMetrics(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("a third scrape: %d, want 503", rec.Code)
 	}
 }
