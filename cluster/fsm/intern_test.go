@@ -1,58 +1,56 @@
 package fsm
 
 import (
-	"bytes"
-	"io"
-	"log/slog"
+	"runtime"
+	"slices"
 	"testing"
-	"unsafe"
+	"time"
 
 	"hpc/cluster/api"
 )
 
-// Jobs submitted from one shell hold one copy of their equal environment
-// variables and script, through the log and through a snapshot restored
-// on another controller; a job's own values stay its own.
-func TestSubmittedJobsShareEqualStrings(t *testing.T) {
-	f := manyJobs(t, 3)
-	shared := func(f *FSM, what string) {
-		t.Helper()
-		var jobs []*api.Job
-		f.View(func(st *State) {
-			for _, j := range st.Jobs {
-				jobs = append(jobs, j)
-			}
-		})
-		if len(jobs) < 2 {
-			t.Fatalf("%s: %d jobs", what, len(jobs))
+// Equal environments share one array, never the submitted slice; a
+// different one gets its own; and once no job holds an array its entry
+// leaves the table.
+func TestInternEnvShares(t *testing.T) {
+	base := sharedEnvs()
+	mk := func(extra ...string) []string {
+		return append([]string{"HOME=/home/u", "PATH=/usr/bin:/bin", "SHELL=/bin/sh"}, extra...)
+	}
+	a := api.JobSpec{Env: mk("X=1")}
+	b := api.JobSpec{Env: mk("X=1")}
+	c := api.JobSpec{Env: mk("X=2")}
+	d := api.JobSpec{Env: mk("X", "=1")} // the same bytes run together differently
+	submitted := a.Env
+	for _, s := range []*api.JobSpec{&a, &b, &c, &d} {
+		internSpec(s)
+	}
+	if &a.Env[0] == &submitted[0] {
+		t.Fatal("the job holds the submitted slice")
+	}
+	if &a.Env[0] != &b.Env[0] {
+		t.Error("equal environments do not share an array")
+	}
+	if &a.Env[0] == &c.Env[0] || &a.Env[0] == &d.Env[0] {
+		t.Error("different environments share an array")
+	}
+	if !slices.Equal(a.Env, mk("X=1")) || !slices.Equal(c.Env, mk("X=2")) || !slices.Equal(d.Env, mk("X", "=1")) {
+		t.Errorf("values changed: %q %q %q", a.Env, c.Env, d.Env)
+	}
+	if len(a.Env) != cap(a.Env) {
+		t.Error("a shared array has room to append into")
+	}
+	if n := sharedEnvs(); n != base+3 {
+		t.Errorf("%d arrays in the table, want %d", n, base+3)
+	}
+	runtime.KeepAlive(submitted)
+	a, b, c, d = api.JobSpec{}, api.JobSpec{}, api.JobSpec{}, api.JobSpec{}
+	// Cleanups run on their own goroutine after a collection.
+	for deadline := time.Now().Add(10 * time.Second); sharedEnvs() > base; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d arrays left in the table after their jobs went, want %d", sharedEnvs(), base)
 		}
-		a, b := jobs[0].Spec, jobs[1].Spec
-		if len(a.Env) == 0 || unsafe.StringData(a.Env[3]) != unsafe.StringData(b.Env[3]) ||
-			unsafe.StringData(a.Script) != unsafe.StringData(b.Script) {
-			t.Errorf("%s: two jobs' equal environment and script are separate copies", what)
-		}
-		if a.Env[3] != b.Env[3] || a.Env[3] == a.Env[4] {
-			t.Errorf("%s: environment %q", what, a.Env[:5])
-		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
 	}
-	shared(f, "applied")
-	var buf bytes.Buffer
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snap.Persist(&bufSink{&buf}); err != nil {
-		t.Fatal(err)
-	}
-	g := New(testConfig(t), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := g.Restore(io.NopCloser(&buf)); err != nil {
-		t.Fatal(err)
-	}
-	shared(g, "restored")
 }
-
-type bufSink struct{ *bytes.Buffer }
-
-func (bufSink) Close() error  { return nil }
-func (bufSink) ID() string    { return "buf" }
-func (bufSink) Cancel() error { return nil }
