@@ -14,7 +14,8 @@
 #   controller RSS             the leader's, with JOBS pending, MiB
 #   leader CPU                 the leader's CPU time per second over 10 s
 #                              with JOBS pending and nothing else to do, ms/s
-#                              (BENCH_PROFILE=FILE: its CPU profile then)
+#                              (BENCH_PROFILE=FILE: its CPU profile then;
+#                              BENCH_HEAP=FILE: its heap profile before)
 # The lab listens on 127.0.107.1-4, ports 34817-34819 (reserved in
 # e2e/helpers_test.go's labAddrs).
 set -euo pipefail
@@ -87,6 +88,10 @@ printf 'sinfo (%d pending)\t%s\tms\n' "$JOBS" "$(timed 5 sinfo)"
 printf 'scontrol show job ID (%d pending)\t%s\tms\n' "$JOBS" "$(timed 5 scontrol show job "$id")"
 printf 'sbatch --hold (%d pending)\t%s\tms\n' "$JOBS" "$(timed 10 sbatch --hold --wrap true)"
 printf 'controller RSS (%d pending)\t%s\tMiB\n' "$JOBS" "$(awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")"
+if [[ -n ${BENCH_HEAP:-} ]]; then
+  # The leader's heap profile (go tool pprof -sample_index=inuse_space -top FILE).
+  curl -s --unix-socket "$lab/$L/hpc.sock" -o "$BENCH_HEAP" http://x/debug/pprof/heap
+fi
 c0=$(cpu)
 if [[ -n ${BENCH_PROFILE:-} ]]; then
   # The leader's CPU profile over the same 10 s (go tool pprof -top FILE).
