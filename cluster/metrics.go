@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,14 +133,21 @@ func (d *Daemon) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	zw.Close()
 }
 
-// acceptsGzip tells whether the request's Accept-Encoding names gzip.
+// acceptsGzip tells whether the request's Accept-Encoding names gzip
+// with a weight above zero.
 func acceptsGzip(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept-Encoding") {
 		for part := range strings.SplitSeq(v, ",") {
-			name, q, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if strings.TrimSpace(name) == "gzip" && strings.ReplaceAll(q, " ", "") != "q=0" {
-				return true
+			name, params, _ := strings.Cut(part, ";")
+			if strings.TrimSpace(name) != "gzip" {
+				continue
 			}
+			// gzip;q=0 (or 0.0, 0.000) refuses it.
+			q, found := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q=")
+			if v, err := strconv.ParseFloat(q, 64); found && err == nil && v == 0 {
+				return false
+			}
+			return true
 		}
 	}
 	return false

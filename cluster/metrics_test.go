@@ -423,3 +423,20 @@ func TestMetricsScrapesInFlight(t *testing.T) {
 		t.Errorf("a third scrape: %d, want 503", rec.Code)
 	}
 }
+
+// A scraper that takes gzip gets it; one that gives gzip a weight of zero,
+// or names only other encodings, gets plain text.
+func TestAcceptsGzip(t *testing.T) {
+	for h, want := range map[string]bool{
+		"gzip": true, "deflate, gzip;q=0.5": true, "gzip; q=1": true, "identity, gzip": true,
+		"": false, "deflate": false, "gzip;q=0": false, "gzip; q=0.0": false, "x-gzip": false,
+	} {
+		r := httptest.NewRequest("GET", "/metrics", nil)
+		if h != "" {
+			r.Header.Set("Accept-Encoding", h)
+		}
+		if got := acceptsGzip(r); got != want {
+			t.Errorf("Accept-Encoding %q: gzip %v, want %v", h, got, want)
+		}
+	}
+}

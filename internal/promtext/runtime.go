@@ -35,13 +35,12 @@ var (
 	goNextGC       = &Family{Name: "go_memstats_next_gc_bytes", Type: Gauge, Help: "Number of heap bytes when next garbage collection will take place."}
 	goLastGC       = &Family{Name: "go_memstats_last_gc_time_seconds", Type: Gauge, Help: "Number of seconds since 1970 of last garbage collection."}
 
-	procCPU       = &Family{Name: "process_cpu_seconds_total", Type: Counter, Help: "Total user and system CPU time spent in seconds."}
-	procRSS       = &Family{Name: "process_resident_memory_bytes", Type: Gauge, Help: "Resident memory size in bytes."}
-	procVirtual   = &Family{Name: "process_virtual_memory_bytes", Type: Gauge, Help: "Virtual memory size in bytes."}
-	procStart     = &Family{Name: "process_start_time_seconds", Type: Gauge, Help: "Start time of the process since unix epoch in seconds."}
-	procOpenFDs   = &Family{Name: "process_open_fds", Type: Gauge, Help: "Number of open file descriptors."}
-	procMaxFDs    = &Family{Name: "process_max_fds", Type: Gauge, Help: "Maximum number of open file descriptors."}
-	procThreadsOS = &Family{Name: "process_threads", Type: Gauge, Help: "Number of OS threads in the process."}
+	procCPU     = &Family{Name: "process_cpu_seconds_total", Type: Counter, Help: "Total user and system CPU time spent in seconds."}
+	procRSS     = &Family{Name: "process_resident_memory_bytes", Type: Gauge, Help: "Resident memory size in bytes."}
+	procVirtual = &Family{Name: "process_virtual_memory_bytes", Type: Gauge, Help: "Virtual memory size in bytes."}
+	procStart   = &Family{Name: "process_start_time_seconds", Type: Gauge, Help: "Start time of the process since unix epoch in seconds."}
+	procOpenFDs = &Family{Name: "process_open_fds", Type: Gauge, Help: "Number of open file descriptors."}
+	procMaxFDs  = &Family{Name: "process_max_fds", Type: Gauge, Help: "Maximum number of open file descriptors."}
 )
 
 // AddRuntime adds the Go runtime's figures and, where /proc can be read,
@@ -96,8 +95,8 @@ func (p *Page) addProcess() {
 		return
 	}
 	f := bytes.Fields(stat[i+1:])
-	// f[0] is field 3 (state): utime is field 14, stime 15, num_threads
-	// 20, starttime 22, vsize 23, rss 24.
+	// f[0] is field 3 (state): utime is field 14, stime 15, starttime 22,
+	// vsize 23, rss 24.
 	if len(f) < 22 {
 		return
 	}
@@ -106,7 +105,6 @@ func (p *Page) addProcess() {
 		return v
 	}
 	p.Add(procCPU, (num(14)+num(15))/userHZ)
-	p.Add(procThreadsOS, num(20))
 	p.Add(procVirtual, num(23))
 	p.Add(procRSS, num(24)*float64(os.Getpagesize()))
 	if boot, ok := bootTime(); ok {
