@@ -19,8 +19,10 @@ import (
 // controller's heap. Each string is kept once (unique.Make, for as long
 // as some job uses it), and so is each environment as a whole
 // (internEnv): a job's Env is then a slice header into an array other
-// jobs share, where its own array of string headers had been 1-2 KB a
-// job.
+// jobs share, where its own array of string headers had been about 1 KB
+// a job (5,000 jobs held from a shell: 5.1 MB of the leader's heap in
+// internSpec, none after; go tool pprof -sample_index=inuse_space of its
+// /debug/pprof/heap).
 //
 // A job's Env is never written into in place (jobs are replaced whole,
 // and every environment built from one is a new slice: stepenv.go's
@@ -95,15 +97,4 @@ func dropFreedEnvs(key uint64) {
 	} else {
 		envTable.m[key] = live
 	}
-}
-
-// sharedEnvs is how many environment arrays the table holds (tests).
-func sharedEnvs() int {
-	envTable.Lock()
-	defer envTable.Unlock()
-	n := 0
-	for _, l := range envTable.m {
-		n += len(l)
-	}
-	return n
 }

@@ -54,3 +54,14 @@ func TestInternEnvShares(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// sharedEnvs is how many environment arrays the table holds (tests).
+func sharedEnvs() int {
+	envTable.Lock()
+	defer envTable.Unlock()
+	n := 0
+	for _, l := range envTable.m {
+		n += len(l)
+	}
+	return n
+}

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -120,8 +121,11 @@ func (p *Page) addProcess() {
 }
 
 // bootTime is the machine's boot, in seconds since 1970 (/proc/stat's
-// btime).
-func bootTime() (float64, bool) {
+// btime), read once: it does not change, and /proc/stat grows with the
+// machine's CPUs.
+var bootTime = sync.OnceValues(readBootTime)
+
+func readBootTime() (float64, bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, false
