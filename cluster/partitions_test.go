@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -185,12 +186,22 @@ func TestReconfigureRoute(t *testing.T) {
 // pidinfo finds a plain process's job by SLURM_JOB_ID in its environment
 // or its parent's, and no job for a process outside one.
 func TestJobOfPid(t *testing.T) {
-	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & wait")
+	cmd := exec.Command("/bin/sh", "-c", "echo ready; sleep 30 & wait")
 	cmd.Env = append(os.Environ(), "SLURM_JOB_ID=77")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// Start returns once the kernel has begun the exec, which can be before
+	// the new program's environment is in place (/proc/PID/environ reads
+	// empty then): wait for the shell to speak.
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
 	if id, ok := jobOfPid(cmd.Process.Pid, true); !ok || id != 77 {
 		t.Errorf("child: %d %v", id, ok)
 	}
