@@ -101,6 +101,9 @@ type Daemon struct {
 	agent *agent.Agent
 	// submits holds each user's submissions to a rate (ratelimit.go).
 	submits *submitLimiter
+	// submitQ groups the submits that arrive while others commit
+	// (submitbatch.go).
+	submitQ submitQueue
 	// diag counts what sdiag shows (diag.go).
 	diag *diagStats
 	// metrics is the node's Prometheus figures (metrics.go).

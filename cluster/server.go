@@ -322,7 +322,8 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id peer.Id
 		Token string `json:"token"`
 	}
 	_ = json.Unmarshal(body, &tok) // newJob has read the body
-	res, err := d.propose(&fsm.Submit{Time: d.now(), Job: job, Token: tok.Token})
+	// Alone or in a group with others arriving meanwhile (submitbatch.go).
+	res, err := d.submit(job, tok.Token)
 	if errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrRaftShutdown) ||
 		errors.Is(err, raft.ErrEnqueueTimeout) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 		// The entry may be committed or not: the client sends it again

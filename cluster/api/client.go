@@ -36,7 +36,12 @@ type Client struct {
 
 // NewClient returns a client for the node listening on socket.
 func NewClient(socket string) *Client {
+	// One client may send many requests at once (a script's submitters):
+	// its connections stay open for the next ones rather than two
+	// (net/http's default) and a new connection for each of the others.
 	tr := &http.Transport{
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)

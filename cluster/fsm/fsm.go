@@ -26,6 +26,8 @@ type Result struct {
 	// JobID is the new job's id (Submit) or the new step's (StepStart).
 	JobID uint64
 	Err   error
+	// Batch is each submission's result, in order (SubmitBatch).
+	Batch []Result
 }
 
 // NodeState is the replicated, changing part of a node's record; its
@@ -217,6 +219,8 @@ func (f *FSM) apply(op Op) (Result, []uint64) {
 	switch op := op.(type) {
 	case *Submit:
 		return f.applySubmit(op)
+	case *SubmitBatch:
+		return f.applySubmitBatch(op)
 	case *Start:
 		return f.applyStart(op)
 	case *Reasons:

@@ -67,6 +67,22 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 	return Result{JobID: first}, ids
 }
 
+// applySubmitBatch applies each submission of op in order, as its own
+// Submit entry would apply: one refused leaves the others as they are.
+func (f *FSM) applySubmitBatch(op *SubmitBatch) (Result, []uint64) {
+	if len(op.Jobs) == 0 {
+		return Result{Err: badEntry("a submit batch without jobs")}, nil
+	}
+	out := make([]Result, len(op.Jobs))
+	var ids []uint64
+	for i, s := range op.Jobs {
+		res, touched := f.applySubmit(&Submit{Time: op.Time, Job: s.Job, Token: s.Token})
+		out[i] = res
+		ids = append(ids, touched...)
+	}
+	return Result{Batch: out}, ids
+}
+
 func (f *FSM) applyStart(op *Start) (Result, []uint64) {
 	for i := range op.Starts {
 		if err := f.checkStart(&op.Starts[i]); err != nil {

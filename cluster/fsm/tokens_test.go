@@ -141,3 +141,58 @@ func TestSubmitTokenSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// A SubmitBatch applies as its submissions would one by one, in order and
+// at the batch's time: the same ids, the same refusals (each its own), the
+// same tokens remembered, the same state and the same accounting rows.
+func TestSubmitBatchAsSubmits(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	bad := tokenSubmit(t0, "", 1000)
+	bad.Job.Hold = "nobody" // refused: no such hold
+	subs := []*Submit{
+		tokenSubmit(t0, "tok-a", 1000),
+		bad,
+		tokenSubmit(t0, "tok-a", 1000), // the first one's id
+		tokenSubmit(t0, "", 1000),
+		tokenSubmit(t0, "tok-a", 1001), // another user's copy: refused
+		tokenSubmit(t0, "tok-b", 1000),
+	}
+	batch := &SubmitBatch{Time: t0}
+	for _, s := range subs {
+		batch.Jobs = append(batch.Jobs, BatchSubmit{Job: s.Job, Token: s.Token})
+	}
+	cfg := testConfig(t)
+	fb, acctB := testFSM(t, cfg)
+	res := applyAll(t, fb, []Op{batch}, 1)[0].(Result)
+	fs, acctS := testFSM(t, cfg)
+	ops := make([]Op, len(subs))
+	for i, s := range subs {
+		ops[i] = s
+	}
+	one := applyAll(t, fs, ops, 1)
+	if res.Err != nil || len(res.Batch) != len(subs) {
+		t.Fatalf("batch result %+v", res)
+	}
+	for i, r := range one {
+		want := r.(Result)
+		if got := res.Batch[i]; got.JobID != want.JobID || fmt.Sprint(got.Err) != fmt.Sprint(want.Err) {
+			t.Errorf("submission %d: %d %v in the batch, %d %v alone", i, got.JobID, got.Err, want.JobID, want.Err)
+		}
+	}
+	if ids := []uint64{res.Batch[0].JobID, res.Batch[2].JobID, res.Batch[3].JobID, res.Batch[5].JobID}; fmt.Sprint(ids) != "[1 1 2 3]" {
+		t.Errorf("ids %v, want [1 1 2 3]", ids)
+	}
+	if res.Batch[1].Err == nil || res.Batch[4].Err == nil {
+		t.Errorf("refusals: %v, %v", res.Batch[1].Err, res.Batch[4].Err)
+	}
+	if b, s := stateJSON(t, fb), stateJSON(t, fs); !bytes.Equal(b, s) {
+		t.Errorf("states differ:\nbatch %s\nalone %s", b, s)
+	}
+	if b, s := fmt.Sprint(acctDump(t, acctB)), fmt.Sprint(acctDump(t, acctS)); b != s || len(acctDump(t, acctB)) != 3 {
+		t.Errorf("accounting differs:\nbatch %s\nalone %s", b, s)
+	}
+	// A batch without jobs is a malformed entry.
+	if r := applyAll(t, fb, []Op{&SubmitBatch{Time: t0}}, 2)[0].(Result); r.Err == nil {
+		t.Error("an empty batch applied")
+	}
+}
