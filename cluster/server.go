@@ -313,17 +313,13 @@ func (d *Daemon) waitLeader(ctx context.Context) (string, error) {
 }
 
 func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
-	job, err := d.newJob(id, body)
+	job, token, err := d.newJob(id, body)
 	if err != nil {
 		peer.UserErr(w, err)
 		return
 	}
-	var tok struct {
-		Token string `json:"token"`
-	}
-	_ = json.Unmarshal(body, &tok) // newJob has read the body
 	// Alone or in a group with others arriving meanwhile (submitbatch.go).
-	res, err := d.submit(job, tok.Token)
+	res, err := d.submit(job, token)
 	if errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrRaftShutdown) ||
 		errors.Is(err, raft.ErrEnqueueTimeout) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 		// The entry may be committed or not: the client sends it again
@@ -342,7 +338,7 @@ func (d *Daemon) handleSubmit(w http.ResponseWriter, r *http.Request, id peer.Id
 // handleTestOnly is sbatch --test-only: the job is checked as a submission
 // and the scheduler says when and where it would start; nothing is queued.
 func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
-	job, err := d.newJob(id, body)
+	job, _, err := d.newJob(id, body)
 	if err != nil {
 		peer.UserErr(w, err)
 		return
@@ -363,23 +359,24 @@ func (d *Daemon) handleTestOnly(w http.ResponseWriter, r *http.Request, id peer.
 	peer.WriteJSON(w, api.TestOnlyResponse{JobID: job.ID, Start: start, CPUs: job.Spec.ReqCPUs(), Nodes: res.ExpectedNodes, Partition: res.Partition})
 }
 
-// newJob reads a submission and makes the job record: the spec checked
-// against the config, the caller's identity, and its association: the
-// user's default account and its default QoS (acct.State.SubmitAssoc).
-// slurm.conf's AccountingStorageEnforce says what is refused: with
+// newJob reads a submission and makes the job record, and returns the
+// submission's token. The record: the spec checked against the config,
+// the caller's identity, and its association: the user's default account
+// and its default QoS (acct.State.SubmitAssoc). slurm.conf's
+// AccountingStorageEnforce says what is refused: with
 // associations a user without an association (of the account asked for),
 // with qos a QoS the association may not use. Without them, as in Slurm,
 // a user without an association still submits (with the account asked
 // for), and an account the user has no association with gives way to the
 // user's default account; a QoS that does not exist is always refused.
-func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
+func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, string, error) {
 	var req api.SubmitRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()}
+		return nil, "", &api.Error{Message: api.ErrUnexpectedMessage, Detail: err.Error()}
 	}
 	spec := req.Spec
 	if err := validateSpec(d.conf(), &spec); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	job := &api.Job{Spec: spec, UID: id.UID, GID: id.GID, User: id.User, Group: id.Group, Account: spec.Account}
 	if spec.Hold {
@@ -391,7 +388,7 @@ func (d *Daemon) newJob(id peer.Identity, body []byte) (*api.Job, error) {
 	d.fsm.View(func(st *fsm.State) {
 		job.Account, job.Spec.QOS, assocErr = st.Acct.SubmitAssoc(id.User, spec.Account, spec.QOS, enforce)
 	})
-	return job, assocErr
+	return job, req.Token, assocErr
 }
 
 // handleJobs lists the jobs the caller may see, by id: all of them, or
