@@ -145,8 +145,8 @@ const (
 	raftElection  = 300 * time.Millisecond
 	raftLease     = 250 * time.Millisecond
 	raftCommit    = 50 * time.Millisecond
-	raftMaxAppend = 512
-	raftLogCache  = 512
+	raftMaxAppend = 64
+	raftLogCache  = 64
 	applyTimeout  = 10 * time.Second
 )
 
@@ -350,9 +350,12 @@ func (d *Daemon) startRaft(bootstrap bool) error {
 	rc.CommitTimeout = raftCommit
 	rc.SnapshotThreshold = raftSnapshotThreshold
 	rc.SnapshotInterval = raftSnapshotInterval
-	// Many submits at once: the leader writes, and sends, up to this many
-	// entries in one disk write and one message (raft's default is 64),
-	// taking them off its apply channel in batches.
+	// The leader writes, and sends, up to this many entries in one disk
+	// write and one message (raft's own default), taking them off its
+	// apply channel in batches. Many submits at once are already one
+	// entry (submitbatch.go), so more entries per message gain nothing,
+	// and each message, with entries of up to maxSubmitBatchBytes, stays
+	// bounded.
 	rc.MaxAppendEntries = raftMaxAppend
 	rc.BatchApplyCh = true
 	// A leader removed from the voters (hpc controller remove) steps down
@@ -367,8 +370,10 @@ func (d *Daemon) startRaft(bootstrap bool) error {
 	}
 	// The newest entries stay in memory too: the leader sends them to the
 	// followers right after writing them, without reading them back from
-	// BoltDB one by one. One batch's worth (raftMaxAppend): 2,048 held
-	// about 4 MB of submitted environments the heap kept for nothing.
+	// BoltDB one by one. One message's worth (raftMaxAppend): the cache
+	// counts entries, not bytes, and 512 entries of a shell's submits
+	// (5 KB each, most of it the environment) held 2.5 MB for nothing;
+	// a submit group's entry can be hundreds of KB.
 	logs, err := raft.NewLogCache(raftLogCache, bolt)
 	if err != nil {
 		return err

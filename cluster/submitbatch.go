@@ -23,10 +23,13 @@ const (
 	// form a group.
 	submitBatchesInFlight = 2
 	// maxSubmitBatch bounds a group by jobs, and maxSubmitBatchBytes by
-	// the size of the scripts and environments they carry (one job is
-	// always taken, whatever its size).
+	// their size in the entry (one job is always taken, whatever its
+	// size): the log's newest entries stay in memory (raftLogCache) and a
+	// message to a follower carries up to raftMaxAppend of them.
 	maxSubmitBatch      = 256
-	maxSubmitBatchBytes = 4 << 20
+	maxSubmitBatchBytes = 512 << 10
+	// submitOverhead is a job's entry less its script and environment.
+	submitOverhead = 768
 )
 
 // submitQueue is the leader's submits waiting to be proposed.
@@ -84,10 +87,10 @@ func (sq *submitQueue) take() []*queuedSubmit {
 	return group
 }
 
-// submitSize is a job's share of a group's size: its script and
-// environment, which are most of its entry.
+// submitSize is about the size of a job in the entry: its script and
+// environment, which are most of it, and the rest.
 func submitSize(j *api.Job) int {
-	n := len(j.Spec.Script)
+	n := submitOverhead + len(j.Spec.Script)
 	for _, kv := range j.Spec.Env {
 		n += len(kv)
 	}

@@ -126,7 +126,7 @@ func TestSubmitsGroupWhileCommitting(t *testing.T) {
 }
 
 // A group stops at maxSubmitBatch jobs, and at maxSubmitBatchBytes of
-// scripts and environments unless that would leave it empty.
+// entry unless that would leave it empty.
 func TestSubmitGroupBounds(t *testing.T) {
 	q := func(script int) *queuedSubmit {
 		return &queuedSubmit{sub: fsm.BatchSubmit{Job: &api.Job{Spec: api.JobSpec{Script: string(make([]byte, script))}}}}
@@ -142,7 +142,8 @@ func TestSubmitGroupBounds(t *testing.T) {
 	if g := sq.take(); len(g) != 1 || len(sq.waiting) != 1 {
 		t.Errorf("a job past the bound: took %d, left %d", len(g), len(sq.waiting))
 	}
-	sq.waiting = []*queuedSubmit{q(maxSubmitBatchBytes / 2), q(maxSubmitBatchBytes / 2), q(1)}
+	half := maxSubmitBatchBytes/2 - submitOverhead
+	sq.waiting = []*queuedSubmit{q(half), q(half), q(1)}
 	if g := sq.take(); len(g) != 2 || len(sq.waiting) != 1 {
 		t.Errorf("up to the bound: took %d, left %d", len(g), len(sq.waiting))
 	}
