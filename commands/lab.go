@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"hpc/cluster/api"
@@ -41,8 +40,20 @@ func clientDirs() []string {
 
 // sockets lists the node sockets of a lab directory.
 func sockets(dir string) []string {
-	m, _ := filepath.Glob(filepath.Join(dir, "*", "hpc.sock"))
-	sort.Strings(m)
+	// One directory read and one stat a node: every command starts here
+	// (filepath.Glob would open and list each node's directory, and read
+	// any of [*?\\ in dir as a pattern).
+	ents, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		return nil
+	}
+	var m []string
+	for _, e := range ents {
+		s := filepath.Join(dir, e.Name(), "hpc.sock")
+		if _, err := os.Lstat(s); err == nil {
+			m = append(m, s)
+		}
+	}
 	return m
 }
 

@@ -39,3 +39,32 @@ func TestClientSkipsStoppedNodes(t *testing.T) {
 		t.Fatalf("client %+v, %v; want node2's socket", c, err)
 	}
 }
+
+// sockets lists each node directory's hpc.sock, in name order, and reads
+// the lab directory's name as a name, not a pattern.
+func TestSockets(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lab[1]*")
+	for _, n := range []string{"node2", "node10", "home", "node1"} {
+		if err := os.MkdirAll(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"node1", "node10", "node2"} {
+		if err := os.WriteFile(filepath.Join(dir, n, "hpc.sock"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "slurm.conf"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sockets(dir) {
+		got = append(got, strings.TrimPrefix(s, dir+"/"))
+	}
+	if want := "node1/hpc.sock node10/hpc.sock node2/hpc.sock"; strings.Join(got, " ") != want {
+		t.Errorf("sockets: %q, want %q", got, want)
+	}
+	if s := sockets(filepath.Join(dir, "none")); s != nil {
+		t.Errorf("a missing directory: %q", s)
+	}
+}
