@@ -17,7 +17,7 @@
 #   (b) drain         first of those submits -> queue empty, jobs/s
 #   (a') held submit  BENCH_N_HOLD=5000 sequential `sbatch --hold --wrap true`, jobs/s
 #   (e) queries       squeue and sinfo with those jobs held, median of
-#                     BENCH_N_QUERY=5, ms; then `scancel -u USER -t PENDING`
+#                     BENCH_N_QUERY=21, ms; then `scancel -u USER -t PENDING`
 #                     until the queue is empty, s
 #   (f) memory        the controller daemon's RSS idle and with the jobs held,
 #                     and a node daemon's RSS, MiB
@@ -51,7 +51,7 @@ QUICK=${BENCH_QUICK:-0}
 if [[ $QUICK == 1 ]]; then
   d_start=20 d_srun=3 d_wait=3 d_poll=5 d_submit=100 d_hold=300 d_query=3 d_settle=90
 else
-  d_start=200 d_srun=10 d_wait=20 d_poll=20 d_submit=1000 d_hold=5000 d_query=5 d_settle=180
+  d_start=200 d_srun=10 d_wait=20 d_poll=20 d_submit=1000 d_hold=5000 d_query=21 d_settle=180
 fi
 N_START=${BENCH_N_START:-$d_start}
 N_SRUN=${BENCH_N_SRUN:-$d_srun}
