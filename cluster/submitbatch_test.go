@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -149,5 +150,37 @@ func TestSubmitGroupBounds(t *testing.T) {
 	}
 	if g := sq.take(); len(g) != 1 || sq.waiting != nil {
 		t.Errorf("the last: took %d, left %v", len(g), sq.waiting)
+	}
+}
+
+// submitSize, which bounds a group's entry, is never less than what the
+// job adds to the entry: a job as sbatch sends it from a shell (its
+// script, 60 variables, the usual options set), and the same job bare.
+func TestSubmitSizeCoversEntry(t *testing.T) {
+	env := make([]string, 60)
+	for i := range env {
+		env[i] = fmt.Sprintf("VAR_%02d=/usr/local/lib/something/%d:/usr/lib/x86_64-linux-gnu", i, i)
+	}
+	full := &api.Job{Spec: api.JobSpec{Name: "analysis", Partition: "debug", WorkDir: "/home/alice/project",
+		Script: "#!/bin/bash\n#SBATCH -n 4\nsrun ./analyse input.dat\n", Env: env, TimeLimitMin: 60, NTasks: 4,
+		CPUsPerTask: 2, MemPerCPUMB: 1000, Output: "/home/alice/project/slurm-%j.out", Account: "physics", QOS: "normal",
+		Constraint: "fast", Array: "1-10%2"},
+		UID: 1000, GID: 1000, User: "alice", Group: "alice", Account: "physics", Hold: "user"}
+	bare := &api.Job{Spec: api.JobSpec{Name: "wrap", WorkDir: "/tmp"}, UID: 1000, GID: 1000, User: "alice", Group: "alice"}
+	entry := func(jobs ...*api.Job) int {
+		b := &fsm.SubmitBatch{Time: time.Now()}
+		for _, j := range jobs {
+			b.Jobs = append(b.Jobs, fsm.BatchSubmit{Job: j, Token: "0123456789abcdef0123456789abcdef"})
+		}
+		data, err := fsm.Encode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(data)
+	}
+	for name, j := range map[string]*api.Job{"full": full, "bare": bare} {
+		if added := entry(j, j) - entry(j); submitSize(j) < added {
+			t.Errorf("%s: submitSize %d, the job adds %d bytes to the entry", name, submitSize(j), added)
+		}
 	}
 }
