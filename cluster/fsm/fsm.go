@@ -158,7 +158,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 // the same rows.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
-	var recs []*api.Job // a copy of each job each entry touched, in order
+	var rows batchRows // the rows of each job each entry touched, in order
 	var types []Type
 	f.mu.Lock()
 	for i, l := range logs {
@@ -181,19 +181,21 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		out[i] = res
 		types = append(types, op.Type())
+		if f.acct == nil {
+			continue
+		}
 		for _, id := range touched {
 			if j := f.st.Jobs[id]; j != nil {
-				cp := *j
-				recs = append(recs, &cp)
+				rows.add(f.cfg, j)
 			}
 		}
 	}
 	ch := f.changed
 	f.changed = make(chan struct{})
 	f.mu.Unlock()
-	if f.acct != nil && len(recs) > 0 {
-		if err := f.recordJobs(recs); err != nil {
-			f.log.Error("accounting write failed", "jobs", len(recs), "err", err)
+	if len(rows.jobs) > 0 {
+		if err := f.acct.UpsertBatch(rows.jobs, rows.steps); err != nil {
+			f.log.Error("accounting write failed", "jobs", len(rows.jobs), "err", err)
 		}
 	}
 	// Waiters (sbatch --wait) hear of the change once accounting has it,

@@ -46,8 +46,19 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 	}
 	first := st.NextJobID
 	ids := make([]uint64, 0, len(indices))
-	for _, idx := range indices {
-		j := submitted(op.Job)
+	for k, idx := range indices {
+		var j *api.Job
+		if k == len(indices)-1 {
+			// The entry's own record becomes the last job: apply's
+			// operations are decoded afresh from the log (ApplyBatch), so
+			// nothing else holds it, and a copy would be a second
+			// allocation of every submitted job on every controller.
+			*op.Job = submitted(op.Job)
+			j = op.Job
+		} else {
+			c := submitted(op.Job)
+			j = &c
+		}
 		j.ID = st.NextJobID
 		st.NextJobID++
 		if idx >= 0 {
@@ -56,7 +67,7 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 		j.State = api.StatePending
 		j.Reason = api.ReasonNone
 		j.SubmitTime = op.Time
-		st.Jobs[j.ID] = &j
+		st.Jobs[j.ID] = j
 		f.dirty = append(f.dirty, j.ID)
 		if f.owned != nil {
 			f.owned[j.ID] = true // a new record: no snapshot holds it

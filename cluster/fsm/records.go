@@ -21,28 +21,37 @@ import (
 // reason a job waited for before it started, follow from entries a
 // follower that installs the snapshot never sees.
 
-// recordJob writes a job's accounting rows: the job, its batch step (an
-// allocation made by srun or salloc has none, as in Slurm) and its steps.
-// recordJobs writes the rows of jobs (and their steps) in one transaction.
-func (f *FSM) recordJobs(jobs []*api.Job) error {
-	recs := make([]accounting.JobRecord, 0, len(jobs))
-	var steps []accounting.StepRecord
-	for _, j := range jobs {
-		recs = append(recs, f.storedJobRecord(j))
-		steps = append(steps, jobStepRecords(j)...)
+// batchRows are the accounting rows a batch of entries writes, in order:
+// each job's as the entry that touched it left the job, projected under
+// the state's lock (ApplyBatch), so nothing of the job is copied to be
+// written after it. The batch's rows go in one transaction.
+type batchRows struct {
+	jobs  []accounting.JobRecord
+	steps []accounting.StepRecord
+	// cfg is the configuration script and env were read from: an entry of
+	// the batch may change AccountingStoreFlags for the entries after it.
+	cfg         *config.Config
+	script, env bool
+}
+
+// add projects job j's rows (the job, its batch step, its steps) under cfg.
+func (b *batchRows) add(cfg *config.Config, j *api.Job) {
+	if b.cfg == nil || cfg != b.cfg {
+		b.cfg = cfg
+		b.script, b.env = storeFlags(cfg)
 	}
-	return f.acct.UpsertBatch(recs, steps)
+	b.jobs = append(b.jobs, storedJobRecord(j, b.script, b.env))
+	b.steps = append(b.steps, jobStepRecords(j)...)
 }
 
 // storedJobRecord is jobRecord with the batch script and environment kept
 // as slurm.conf's AccountingStoreFlags (job_script, job_env) asks, as
 // slurmctld sends them to slurmdbd: for batch jobs only.
-func (f *FSM) storedJobRecord(j *api.Job) accounting.JobRecord {
+func storedJobRecord(j *api.Job, script, env bool) accounting.JobRecord {
 	r := jobRecord(j)
 	if j.Spec.Script == "" || j.Spec.Script == api.HolderScript {
 		return r
 	}
-	script, env := storeFlags(f.Config())
 	if script {
 		s := j.Spec.Script
 		r.Script = &s
@@ -83,14 +92,12 @@ func (f *FSM) recordAll(st *State) error {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-	var jobs []accounting.JobRecord
-	var steps []accounting.StepRecord
+	var rows batchRows
+	cfg := f.Config()
 	for _, id := range ids {
-		j := st.Jobs[id]
-		jobs = append(jobs, f.storedJobRecord(j))
-		steps = append(steps, jobStepRecords(j)...)
+		rows.add(cfg, st.Jobs[id])
 	}
-	return f.acct.UpsertBatch(jobs, steps)
+	return f.acct.UpsertBatch(rows.jobs, rows.steps)
 }
 
 // acctLine is one JSON value of a snapshot's accounting section, which
