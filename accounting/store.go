@@ -110,9 +110,9 @@ type Store struct {
 	path  string
 	write *sql.DB // one read-write connection
 	read  *sql.DB // read-only connections
-	// Prepared on the write connection.
-	upsertJob  *sql.Stmt
-	upsertStep *sql.Stmt
+	// rows writes rows on the write connection (write.go); nil until the
+	// first write.
+	rows *rowWriter
 }
 
 // Open opens the accounting database at path, creating the file (and its
@@ -168,11 +168,8 @@ func Open(path string) (*Store, error) {
 	if err := s.read.Ping(); err != nil {
 		return fail(err)
 	}
-
-	if s.upsertJob, err = s.write.Prepare(upsertJobSQL); err != nil {
-		return fail(err)
-	}
-	if s.upsertStep, err = s.write.Prepare(upsertStepSQL); err != nil {
+	// The upserts are prepared now, so a schema they do not fit fails here.
+	if err := s.prepareWriter(); err != nil {
 		return fail(err)
 	}
 	return s, nil
@@ -192,17 +189,13 @@ func (s *Store) Close() error {
 
 func (s *Store) closeAll() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.upsertJob, s.upsertStep} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
-	}
+	errs = append(errs, s.rows.close())
 	for _, db := range []*sql.DB{s.read, s.write} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}
 	}
-	s.upsertJob, s.upsertStep, s.read, s.write = nil, nil, nil, nil
+	s.rows, s.read, s.write = nil, nil, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("accounting: close %s: %w", s.path, err)
 	}
