@@ -295,7 +295,8 @@ func (d *Daemon) relayNode(body io.Reader, exits, sent map[int]api.TaskExit, out
 }
 
 // handleStepSignal forwards srun's signal to the nodes of its step; 9
-// kills the step (SIGTERM and SIGKILL at once), which then ends CANCELLED.
+// kills the step at once (SIGKILL, no SIGTERM first: its tasks end
+// Killed), which then ends CANCELLED.
 func (d *Daemon) handleStepSignal(w http.ResponseWriter, r *http.Request, id peer.Identity, body []byte) {
 	var req api.StepSignalRequest
 	if err := json.Unmarshal(body, &req); err != nil {

@@ -556,7 +556,16 @@ func (s *Step) SignalMain(sig syscall.Signal) error {
 
 // Kill asks every process of the step to stop (SIGCONT and SIGTERM) and
 // kills whatever is left after grace (Slurm's KillWait). It returns at once.
-func (s *Step) Kill(grace time.Duration) {
+func (s *Step) Kill(grace time.Duration) { s.stop(true, grace) }
+
+// KillNow kills every process of the step at once: SIGCONT, then SIGKILL,
+// and no SIGTERM, as slurmstepd ends a step srun terminates (srun -W's
+// time over, its second Ctrl-C, signal 9): a task ends Killed, never
+// Terminated by a SIGTERM that reached it first. It returns at once.
+func (s *Step) KillNow() { s.stop(false, 0) }
+
+// stop is Kill (term: SIGTERM first, then SIGKILL after grace) and KillNow.
+func (s *Step) stop(term bool, grace time.Duration) {
 	if s.reio != nil {
 		s.reio.dropIO() // nobody is to have its output if nobody has it yet
 	}
@@ -564,7 +573,9 @@ func (s *Step) Kill(grace time.Duration) {
 		if s.Signal(syscall.SIGCONT) == ErrStepEnded {
 			return
 		}
-		_ = s.Signal(syscall.SIGTERM)
+		if term {
+			_ = s.Signal(syscall.SIGTERM)
+		}
 		if grace > 0 {
 			t := time.NewTimer(grace)
 			defer t.Stop()

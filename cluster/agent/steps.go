@@ -324,7 +324,7 @@ func (ag *Agent) handleTaskSignal(w http.ResponseWriter, r *http.Request) {
 	if ts != nil && ts.step != nil {
 		if req.Signal == int(syscall.SIGKILL) {
 			ts.cancelled.Store(true)
-			ts.step.Kill(0)
+			ts.step.KillNow()
 		} else if err := ts.step.Signal(syscall.Signal(req.Signal)); err != nil && !errors.Is(err, exec.ErrStepEnded) {
 			peer.WriteErr(w, http.StatusInternalServerError, err)
 			return
