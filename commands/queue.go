@@ -384,13 +384,19 @@ func (p *squeueParams) show(e *Env, prog string) int {
 		fmt.Fprintf(e.Stderr, "%s: %s\n", load, api.ErrInvalidJobID)
 		return 1
 	}
-	out := jobs[:0] // filtered in place: a job is a kilobyte
+	// Filtered in place, and a job that stays where it is is not copied:
+	// a job is a kilobyte, and the list may hold 100,000.
+	n := 0
 	for i := range jobs {
-		if p.match(jobs[i]) {
-			out = append(out, jobs[i])
+		if !p.match(&jobs[i]) {
+			continue
 		}
+		if n != i {
+			jobs[n] = jobs[i]
+		}
+		n++
 	}
-	fmt.Fprint(e.Stdout, format.Squeue(out, now, opts))
+	fmt.Fprint(e.Stdout, format.Squeue(jobs[:n], now, opts))
 	return 0
 }
 
@@ -409,17 +415,17 @@ func hasRef(jobs []api.Job, ref jobRef) bool {
 }
 
 // match is squeue's job filter.
-func (p *squeueParams) match(j api.Job) bool {
-	if p.jobs != nil && !anyRef(p.jobs, j) {
+func (p *squeueParams) match(j *api.Job) bool {
+	if p.jobs != nil && !anyRef(p.jobs, *j) {
 		return false
 	}
 	if p.licenses || p.resv {
 		return false
 	}
-	if p.accounts != nil && !p.accounts[strings.ToLower(accountOf(j))] {
+	if p.accounts != nil && !p.accounts[strings.ToLower(accountOf(*j))] {
 		return false
 	}
-	if p.qos != nil && !p.qos[strings.ToLower(qosOf(j))] {
+	if p.qos != nil && !p.qos[strings.ToLower(qosOf(*j))] {
 		return false
 	}
 	switch {
