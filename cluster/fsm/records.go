@@ -34,7 +34,8 @@ type batchRows struct {
 	script, env bool
 }
 
-// add projects job j's rows (the job, its batch step, its steps) under cfg.
+// add projects job j's rows under cfg: the job, its batch step (an
+// allocation made by srun or salloc has none, as in Slurm) and its steps.
 func (b *batchRows) add(cfg *config.Config, j *api.Job) {
 	if b.cfg == nil || cfg != b.cfg {
 		b.cfg = cfg
