@@ -110,8 +110,8 @@ type Store struct {
 	path  string
 	write *sql.DB // one read-write connection
 	read  *sql.DB // read-only connections
-	// rows writes rows on the write connection (write.go); nil until the
-	// first write.
+	// rows writes rows on the write connection (write.go), its upserts
+	// prepared by Open.
 	rows *rowWriter
 }
 

@@ -37,7 +37,7 @@ type batchRows struct {
 // add projects job j's rows under cfg: the job, its batch step (an
 // allocation made by srun or salloc has none, as in Slurm) and its steps.
 func (b *batchRows) add(cfg *config.Config, j *api.Job) {
-	if b.cfg == nil || cfg != b.cfg {
+	if cfg != b.cfg { // the zero flags are a nil configuration's
 		b.cfg = cfg
 		b.script, b.env = storeFlags(cfg)
 	}
