@@ -15,6 +15,9 @@
 #                          members in one process), ms/s
 #   sinfo / squeue         median of 5, ms
 #   controller RSS         the leader's, MiB
+#   host CPU steal         of the machine's busy CPU time from the
+#                          simulator's start to the end, the share a virtual
+#                          machine's host took for something else, %
 # The real nodes listen on 127.0.110.1-4, ports 35217-35219 (reserved in
 # e2e/helpers_test.go's labAddrs); the simulated ones on 127.1.0.1 onward
 # (250 to an octet), the same ports.
@@ -36,6 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT
 log() { echo "nodes: $*" >&2; }
+. "$root/scripts/bench/lib.sh" # timed, cpu_ticks, steal_share
 
 (cd "$root" && go build -tags "$(cat scripts/go-tags)" -o "$hpc" . && go build -o "$work/simnodes" ./scripts/bench/simnodes)
 mkdir -p "$lab" "$work/bin"
@@ -72,6 +76,7 @@ for ((t = 0; t < 300; t++)); do
 done
 log "leader $L; starting $SIM simulated nodes"
 a=$(date +%s.%N)
+steal0=$(cpu_ticks)
 "$work/simnodes" -config "$lab/slurm.conf" -key "$lab/cluster.key" >"$work/simnodes.log" 2>&1 &
 sim=$!
 pids+=($sim)
@@ -97,13 +102,8 @@ c0=$(cpu "$pid"); s0=$(cpu "$sim"); sleep 20; c1=$(cpu "$pid"); s1=$(cpu "$sim")
 rate() { awk -v a="$1" -v b="$2" -v t="$tick" 'BEGIN { printf "%.1f", (b - a) * 1000 / t / 20 }'; }
 printf 'leader CPU (%d nodes idle)\t%s\tms/s\n' "$want" "$(rate "$c0" "$c1")"
 printf 'simnodes CPU (%d members)\t%s\tms/s\n' "$SIM" "$(rate "$s0" "$s1")"
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-timed() {
-  for ((i = 0; i < 5; i++)); do
-    x=$(date +%s.%N); "$@" >/dev/null; y=$(date +%s.%N); awk -v a="$x" -v b="$y" 'BEGIN { printf "%.1f\n", (b - a) * 1000 }'
-  done | median
-}
-printf 'sinfo (%d nodes)\t%s\tms\n' "$want" "$(timed sinfo)"
-printf 'sinfo -N (%d nodes)\t%s\tms\n' "$want" "$(timed sinfo -N)"
-printf 'squeue (%d nodes)\t%s\tms\n' "$want" "$(timed squeue)"
+printf 'sinfo (%d nodes)\t%s\tms\n' "$want" "$(timed 5 sinfo)"
+printf 'sinfo -N (%d nodes)\t%s\tms\n' "$want" "$(timed 5 sinfo -N)"
+printf 'squeue (%d nodes)\t%s\tms\n' "$want" "$(timed 5 squeue)"
 printf 'controller RSS (%d nodes)\t%s\tMiB\n' "$want" "$(awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status")"
+printf 'host CPU steal (from the simulator start)\t%s\t%%\n' "$(steal_share "$steal0" "$(cpu_ticks)")"

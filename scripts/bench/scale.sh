@@ -16,6 +16,9 @@
 #                              with JOBS pending and nothing else to do, ms/s
 #                              (BENCH_PROFILE=FILE: its CPU profile then;
 #                              BENCH_HEAP=FILE: its heap profile before)
+#   host CPU steal             of the machine's busy CPU time from the submits
+#                              to the end, the share a virtual machine's host
+#                              took for something else, %
 # The lab listens on 127.0.107.1-4, ports 34817-34819 (reserved in
 # e2e/helpers_test.go's labAddrs).
 set -euo pipefail
@@ -54,18 +57,11 @@ CONF
 "$hpc" up --dir "$lab" --nodes 4 --config "$work/slurm.conf" >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; exit 1; }
 export HPC_DIR=$lab PATH=$work/bin:$PATH
 leader() { "$hpc" status | awk '/^Leader:/ { print $2 }'; }
-ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-timed() { # median ms of N runs of a command
-  local n=$1; shift
-  for ((i = 0; i < n; i++)); do
-    a=$(date +%s.%N); "$@" >/dev/null; b=$(date +%s.%N); ms "$a" "$b"; echo
-  done | median
-}
-
+. "$root/scripts/bench/lib.sh" # ms, median, timed, cpu_ticks, steal_share
 L=$(leader)
 log "leader $L; submitting $JOBS held jobs by $C submitters"
 cd "$work"
+steal0=$(cpu_ticks)
 "$work/apisubmit" -socket "$lab/$L/hpc.sock" -n "$JOBS" -c "$C"
 L=$(leader)
 pid=$(cat "$lab/$L/hpc.pid")
@@ -101,3 +97,4 @@ else
 fi
 c1=$(cpu)
 printf 'leader CPU (%d pending, idle)\t%s\tms/s\n' "$JOBS" "$(awk -v a="$c0" -v b="$c1" -v t="$tick" 'BEGIN { printf "%.1f", (b - a) * 1000 / t / 10 }')"
+printf 'host CPU steal (from the submits to the end)\t%s\t%%\n' "$(steal_share "$steal0" "$(cpu_ticks)")"

@@ -83,6 +83,7 @@ go build -tags "$(cat scripts/go-tags)" -o "$hpc" .
 # the table shows them, and says which run failed (its log says why).
 failed=()
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+. "$root/scripts/bench/lib.sh" # cpu_ticks, steal_share
 machine="$(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
 started=$(date '+%Y-%m-%d %H:%M %Z')
 
@@ -94,10 +95,12 @@ PROFILE=tuned CLEAN=1 "$SLURM_LAB/setup.sh" >"$out.slurm-setup.log" 2>&1 ||
 [[ $(readlink -f "$SLURM_BIN/sbatch") != "$(readlink -f "$hpc")" ]] || die "$SLURM_BIN/sbatch is hpc, not Slurm"
 load_slurm=$(load)
 log "Slurm: workload (load average $load_slurm)"
+t0=$(cpu_ticks)
 env -u HPC_DIR -u HPC_SOCKET -u SLURM_CONF PATH="$SLURM_BIN:$PATH" \
   BENCH_CTLD_PGREP='^slurmctld( |$)' BENCH_NODED_PGREP='^slurmd -N node4( |$)' BENCH_NODED_NAME=node4 \
   "$root/scripts/bench/workload.sh" "${quick[@]}" >"$out.slurm.tsv" 2> >(tee "$out.slurm.log" >&2) ||
   failed+=("Slurm")
+steal_slurm=$(steal_share "$t0" "$(cpu_ticks)")
 log "Slurm: $SLURM_LAB/teardown.sh"
 "$SLURM_LAB/teardown.sh" >>"$out.slurm-setup.log" 2>&1
 slurm_up=0
@@ -134,6 +137,7 @@ hpc_up=1
 steps=$(HPC_DIR=$lab "$hpc" status | sed -n 's/^Steps: *//p')
 load_hpc=$(load)
 log "hpc: workload (steps: $steps; load average $load_hpc)"
+t0=$(cpu_ticks)
 # The leader (the controller) is looked up at each measurement: it is the
 # node whose daemon Raft elected, and may move. node4 is not a controller.
 env -u HPC_SOCKET -u SLURM_CONF PATH="$work/bin:$PATH" HPC_DIR="$lab" \
@@ -141,6 +145,7 @@ env -u HPC_SOCKET -u SLURM_CONF PATH="$work/bin:$PATH" HPC_DIR="$lab" \
   BENCH_NODED_PID_CMD="cat $lab/node4/hpc.pid" BENCH_NODED_NAME=node4 \
   "$root/scripts/bench/workload.sh" "${quick[@]}" >"$out.hpc.tsv" 2> >(tee "$out.hpc.log" >&2) ||
   failed+=("hpc")
+steal_hpc=$(steal_share "$t0" "$(cpu_ticks)")
 "$hpc" down --dir "$lab" >>"$out.hpc-setup.log" 2>&1
 hpc_up=0
 
@@ -152,6 +157,7 @@ commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo
   echo "- Date: $started"
   echo "- Machine: $machine; load average (1, 5, 15 min) at the start of each run: Slurm $load_slurm, hpc $load_hpc"
+  echo "- CPU steal during each workload (of the machine's busy CPU time, the share a virtual machine's host took for something else; 0 on a machine that is not virtual): Slurm $steal_slurm%, hpc $steal_hpc%"
   echo "- Command: \`scripts/bench/side-by-side.sh${quick:+ --quick}\` (as root)"
   for f in "${failed[@]}"; do echo "- The $f workload failed part-way (see its log); its missing figures show as -."; done
   echo "- hpc steps: $steps; node daemon: node4 (Slurm: its slurmd; hpc: a node that is not a controller)"

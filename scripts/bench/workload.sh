@@ -105,9 +105,8 @@ emit() {
 }
 # fmt EXPR [DECIMALS]: an arithmetic expression of numbers, evaluated by awk.
 fmt() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
-# ms A B: milliseconds from EPOCHREALTIME A to B.
-ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2] + v[NR/2+1]) / 2 }'; }
+# ms and median (lib.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # jobid: Slurm's --parsable prints "ID" or "ID;CLUSTER".
 jobid() { local s; s=$(q sbatch --parsable "$@") || return 1; echo "${s%%;*}"; }
 
