@@ -22,9 +22,6 @@ import (
 	"sync"
 	"time"
 	"unsafe"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Client talks to the local node's API over its unix socket. The node
@@ -251,14 +248,6 @@ func listCount(line []byte, prefix, suffix string) (int, bool) {
 	return n, err == nil && n >= 0 && n <= maxListed
 }
 
-// listJSON is how a job list's lines are read: with the JSON package that
-// becomes Go's encoding/json/v2, in encoding/json's own semantics (its v1
-// options: durations as nanoseconds, names matched without case, invalid
-// UTF-8 replaced, ...), at half of encoding/json's time (most of squeue's
-// with thousands of jobs). The daemon writes them with encoding/json,
-// which is the faster writer.
-var listJSON = jsonv1.DefaultOptionsV1()
-
 // A recordSplitter appends a list's next record to data and returns it;
 // end is true, and nothing appended, once the list has ended (i records
 // read).
@@ -297,7 +286,8 @@ func jsonLine(br *bufio.Reader, data []byte, i int) ([]byte, bool, error) {
 }
 
 func jsonDecoder() recordDecoder {
-	return func(rec []byte, j *Job) error { return jsonv2.Unmarshal(rec, j, listJSON) }
+	// ReadJSON: decoding is most of squeue's time with thousands of jobs.
+	return func(rec []byte, j *Job) error { return ReadJSON(rec, j) }
 }
 
 // briefRecord splits a list of briefs: each record its length (a uvarint)

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	jsonv1 "github.com/go-json-experiment/json/v1"
-
 	"hpc/cluster/acct"
 	"hpc/cluster/api"
 )
@@ -279,9 +276,6 @@ func Encode(op Op) ([]byte, error) {
 	return append([]byte{byte(op.Type())}, data...), nil
 }
 
-// decodeOptions are encoding/json's semantics (v1).
-var decodeOptions = jsonv1.DefaultOptionsV1()
-
 // Decode reads a log entry: a typed one, or one written in the earlier
 // format (legacy.go).
 func Decode(data []byte) (Op, error) {
@@ -296,12 +290,12 @@ func Decode(data []byte) (Op, error) {
 		return nil, fmt.Errorf("unknown operation type %d", data[0])
 	}
 	op := mk()
-	// go-json-experiment/json in encoding/json's semantics reads what
-	// Encode wrote as encoding/json does (TestDecodeAsEncodingJSON), in
-	// about half the time (BenchmarkDecode): every controller decodes
-	// every entry, and decoding was 11% of BenchmarkSubmitConcurrent's
-	// CPU (a submit's environment is most of its entry).
-	if err := jsonv2.Unmarshal(data[1:], op, decodeOptions); err != nil {
+	// api.ReadJSON reads what Encode wrote as encoding/json does
+	// (TestDecodeAsEncodingJSON), in about half the time
+	// (BenchmarkDecode): every controller decodes every entry, and
+	// decoding was 11% of BenchmarkSubmitConcurrent's CPU (a submit's
+	// environment is most of its entry).
+	if err := api.ReadJSON(data[1:], op); err != nil {
 		return nil, fmt.Errorf("operation type %d: %w", data[0], err)
 	}
 	return op, nil
