@@ -73,12 +73,20 @@ func CollapseArrays(jobs []api.Job) []api.Job {
 		}
 	}
 	// In place: a record moves only to a place already read, and a job is
-	// a kilobyte (100,000 of them are not copied).
+	// a kilobyte: one that stays where it is is not copied (100,000 of
+	// them were copied twice, a fifth of squeue's time with no array).
 	out := jobs[:0]
+	keep := func(i int) {
+		if len(out) == i {
+			out = out[:i+1]
+		} else {
+			out = append(out, jobs[i])
+		}
+	}
 	for i := range jobs {
-		j := jobs[i]
-		if !neverStarted(&j) {
-			out = append(out, j)
+		j := &jobs[i]
+		if !neverStarted(j) {
+			keep(i)
 			continue
 		}
 		g := pending[j.ArrayJobID]
@@ -89,15 +97,15 @@ func CollapseArrays(jobs []api.Job) []api.Job {
 		case g == nil && j.State == api.StateCancelled:
 			g = cancelled[j.ArrayJobID]
 		default:
-			out = append(out, j) // split off (held or released on its own)
+			keep(i) // split off (held or released on its own)
 			continue
 		}
 		if g.first != i {
 			continue
 		}
 		slices.Sort(g.tasks)
-		j.ArrayTasks = IntRanges(g.tasks)
-		out = append(out, j)
+		j.ArrayTasks = IntRanges(g.tasks) // i is not yet in out: no record out holds changes
+		keep(i)
 	}
 	return out
 }
