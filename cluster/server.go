@@ -470,17 +470,45 @@ func (d *Daemon) handleJobs(w http.ResponseWriter, r *http.Request, id peer.Iden
 
 // sortByID sorts jobs by id, the ids side by side: compared through
 // the pointers, a kilobyte apart, sorting was a third of the leader's
-// time for a list of 100,000.
+// time for a list of 100,000. A long list is sorted by radix, a byte of
+// the id at a time and only the bytes in which ids differ (three for ids
+// under 16,777,216): comparing, it was a fifth of the leader's time for
+// squeue with 100,000 jobs.
 func sortByID(jobs []*api.Job) {
 	type keyed struct {
 		id  uint64
 		job *api.Job
 	}
 	ks := make([]keyed, len(jobs))
+	var or, and uint64 = 0, ^uint64(0)
 	for i, j := range jobs {
 		ks[i] = keyed{j.ID, j}
+		or, and = or|j.ID, and&j.ID
 	}
-	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.id, b.id) })
+	if len(ks) < 256 {
+		slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.id, b.id) })
+	} else {
+		tmp := make([]keyed, len(ks))
+		for shift := 0; shift < 64; shift += 8 {
+			if ((or^and)>>shift)&0xff == 0 {
+				continue // every id has the same byte here
+			}
+			var at [256]int
+			for _, k := range ks {
+				at[byte(k.id>>shift)]++
+			}
+			n := 0
+			for b, c := range at {
+				at[b], n = n, n+c
+			}
+			for _, k := range ks { // stable: the order of the bytes before holds
+				b := byte(k.id >> shift)
+				tmp[at[b]] = k
+				at[b]++
+			}
+			ks, tmp = tmp, ks
+		}
+	}
 	for i := range ks {
 		jobs[i] = ks[i].job
 	}
