@@ -47,6 +47,10 @@ func (a *State) setAssoc(as *api.Assoc, s *api.AcctmgrSet) error {
 	return nil
 }
 
+// maxAssocDepth is the depth of the deepest account Resolved lists (root
+// is 0; its users one deeper).
+const maxAssocDepth = 64
+
 // inheritedQOS is the QoS list an association gets from its parents.
 func (a *State) inheritedQOS(as *api.Assoc) []string {
 	parent := as.Account
@@ -80,6 +84,37 @@ func (a *State) checkDefaults() error {
 	return nil
 }
 
+// resolve is the one association Resolved would list for account and
+// user (a user's, or the account's own for ""), nil where it lists none:
+// only it and the accounts above it are resolved (every submit asks for
+// one; resolving the whole tree was a copy of every association each).
+func (a *State) resolve(account, user string) *api.Assoc {
+	var chain []*api.Assoc // account's own, then its parents' up to root
+	for acct := account; ; {
+		own := a.Assocs[assocKey(acct, "")]
+		if own == nil || len(chain) > maxAssocDepth {
+			return nil // not under root, or deeper than Resolved goes
+		}
+		chain = append(chain, own)
+		if acct == rootAccount {
+			break
+		}
+		acct = own.Parent
+	}
+	var r *api.Assoc
+	for i := len(chain) - 1; i >= 0; i-- {
+		r = inherit(chain[i], r, len(chain)-1-i)
+	}
+	if user == "" {
+		return r
+	}
+	own := a.Assocs[assocKey(account, user)]
+	if own == nil {
+		return nil
+	}
+	return inherit(own, r, len(chain))
+}
+
 // resolved lists copies of the associations in tree order (an account,
 // its users by name, then its sub-accounts by name) with what they
 // inherit filled in and Depth set.
@@ -97,7 +132,7 @@ func (a *State) Resolved() []*api.Assoc {
 	var walk func(acct string, parent *api.Assoc, depth int)
 	walk = func(acct string, parent *api.Assoc, depth int) {
 		own := a.Assocs[assocKey(acct, "")]
-		if own == nil || depth > 64 {
+		if own == nil || depth > maxAssocDepth {
 			return
 		}
 		r := inherit(own, parent, depth)

@@ -93,10 +93,5 @@ func (a *State) userAssoc(user, account string) *api.Assoc {
 		}
 		account = u.DefaultAccount
 	}
-	for _, r := range a.Resolved() {
-		if r.Account == account && r.User == user {
-			return r
-		}
-	}
-	return nil
+	return a.resolve(account, user)
 }
