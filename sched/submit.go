@@ -10,6 +10,34 @@ package sched
 // such a submission ("Job violates accounting/QOS policy"); Schedule itself
 // does not look at submit limits.
 func SubmitLimit(s *Snapshot, j *Job) string {
+	return SubmitLimitOf(s, SubmitUsage(s, j.ID), j)
+}
+
+// UsageKey is what a submit limit counts a job under: the QoS it names
+// ("" for the default), its account and its user.
+type UsageKey struct{ QOS, Account, User string }
+
+// SubmitUsage counts the snapshot's running and pending jobs, all but the
+// one whose id is skip, by UsageKey.
+func SubmitUsage(s *Snapshot, skip uint64) map[UsageKey]int {
+	u := map[UsageKey]int{}
+	for i := range s.Running {
+		r := &s.Running[i]
+		u[UsageKey{r.QOS, r.Account, r.User}]++
+	}
+	for i := range s.Pending {
+		if p := &s.Pending[i]; p.ID != skip {
+			u[UsageKey{p.QOS, p.Account, p.User}]++
+		}
+	}
+	return u
+}
+
+// SubmitLimitOf is SubmitLimit with the jobs already counted (usage, as
+// SubmitUsage counts them): it reads s's QoS and associations only, so a
+// controller that keeps the counts checks a submit without reading every
+// job.
+func SubmitLimitOf(s *Snapshot, usage map[UsageKey]int, j *Job) string {
 	qosName := j.QOS
 	if qosName == "" {
 		qosName = "normal"
@@ -66,16 +94,9 @@ func SubmitLimit(s *Snapshot, j *Job) string {
 	}
 	count := func(match func(qos, account, user string) bool) int {
 		n := 0
-		for i := range s.Running {
-			r := &s.Running[i]
-			if match(r.QOS, r.Account, r.User) {
-				n++
-			}
-		}
-		for i := range s.Pending {
-			p := &s.Pending[i]
-			if p.ID != j.ID && match(p.QOS, p.Account, p.User) {
-				n++
+		for k, c := range usage {
+			if match(k.QOS, k.Account, k.User) {
+				n += c
 			}
 		}
 		return n

@@ -4,6 +4,7 @@ import (
 	"iter"
 
 	"hpc/cluster/api"
+	"hpc/sched"
 )
 
 // jobIndex names the jobs the leader's loop reads on every pass, so that
@@ -16,11 +17,23 @@ type jobIndex struct {
 	active map[uint64]struct{} // not PENDING
 	ready  map[uint64]struct{} // PENDING, no hold
 	tasks  map[uint64]struct{} // array tasks not ended (ArrayThrottled)
+	// usage counts the jobs submit limits count (submitCounted) by QoS,
+	// account and user: a submit reads the counts, not every job
+	// (limits.go). counted is the count each such job is in (a key of
+	// each job would be 81 bytes a job); a count that falls to 0 goes.
+	usage   map[sched.UsageKey]*usageCount
+	counted map[uint64]*usageCount
+}
+
+type usageCount struct {
+	key sched.UsageKey
+	n   int
 }
 
 // buildIndex makes the index from every job (a new state, a restore).
 func (st *State) buildIndex() {
-	st.idx = &jobIndex{active: map[uint64]struct{}{}, ready: map[uint64]struct{}{}, tasks: map[uint64]struct{}{}}
+	st.idx = &jobIndex{active: map[uint64]struct{}{}, ready: map[uint64]struct{}{}, tasks: map[uint64]struct{}{},
+		usage: map[sched.UsageKey]*usageCount{}, counted: map[uint64]*usageCount{}}
 	for id := range st.Jobs {
 		st.reindex(id)
 	}
@@ -34,7 +47,23 @@ func (st *State) reindex(id uint64) {
 	delete(st.idx.active, id)
 	delete(st.idx.ready, id)
 	delete(st.idx.tasks, id)
+	if c := st.idx.counted[id]; c != nil {
+		if c.n--; c.n == 0 {
+			delete(st.idx.usage, c.key)
+		}
+		delete(st.idx.counted, id)
+	}
 	j := st.Jobs[id]
+	if j != nil && submitCounted(j) {
+		k := usageKey(j)
+		c := st.idx.usage[k]
+		if c == nil {
+			c = &usageCount{key: k}
+			st.idx.usage[k] = c
+		}
+		c.n++
+		st.idx.counted[id] = c
+	}
 	if j != nil && j.ArrayJobID != 0 && !j.State.Final() {
 		st.idx.tasks[id] = struct{}{}
 	}

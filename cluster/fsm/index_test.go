@@ -48,6 +48,21 @@ func indexAgrees(t *testing.T, f *FSM, when string) {
 		if n != len(active) {
 			t.Fatalf("%s: NotPending yields %d, want %d", when, n, len(active))
 		}
+		// The submit limits' counts: as counting every job gives them.
+		idx := st.idx
+		st.idx = nil
+		want := st.submitUsage()
+		st.idx = idx
+		if got := st.submitUsage(); !maps.Equal(got, want) || len(idx.usage) != len(want) {
+			t.Fatalf("%s: index usage %v (%d keys); the jobs say %v", when, got, len(idx.usage), want)
+		}
+		counted := 0
+		for _, c := range want {
+			counted += c
+		}
+		if len(st.idx.counted) != counted {
+			t.Fatalf("%s: index counts %d jobs; the jobs say %d", when, len(st.idx.counted), counted)
+		}
 	})
 }
 

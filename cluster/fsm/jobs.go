@@ -68,6 +68,7 @@ func (f *FSM) applySubmit(op *Submit) (Result, []uint64) {
 		j.Reason = api.ReasonNone
 		j.SubmitTime = op.Time
 		st.Jobs[j.ID] = j
+		st.reindex(j.ID) // the next submit of a batch counts it (submitLimit)
 		f.dirty = append(f.dirty, j.ID)
 		if f.owned != nil {
 			f.owned[j.ID] = true // a new record: no snapshot holds it

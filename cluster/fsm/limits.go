@@ -25,24 +25,42 @@ func (st *State) submitLimit(j *api.Job, n int) error {
 	}
 	snap := sched.Snapshot{}
 	snap.QOS, snap.Assocs = st.Acct.SchedInputs()
-	for _, o := range st.Jobs {
-		switch {
-		case o.State == api.StatePending,
-			o.State == api.StateCompleting && o.Preempted == "REQUEUE": // back to the queue soon
-			snap.Pending = append(snap.Pending, sched.Job{ID: o.ID, User: o.User, Account: o.Account, QOS: o.Spec.QOS})
-		case o.State == api.StateRunning:
-			snap.Running = append(snap.Running, sched.RunningJob{ID: o.ID, User: o.User, Account: o.Account, QOS: o.Spec.QOS})
-		}
-	}
-	// The job's own id is not given yet: ids from NextJobID on are free.
+	usage := st.submitUsage()
+	usage[usageKey(j)] += n - 1 // an array's other tasks count as pending jobs already
 	job := sched.Job{ID: st.NextJobID, User: j.User, Account: j.Account, QOS: j.Spec.QOS}
-	for k := 1; k < n; k++ {
-		extra := job
-		extra.ID += uint64(k)
-		snap.Pending = append(snap.Pending, extra)
-	}
-	if reason := sched.SubmitLimit(&snap, &job); reason != "" {
+	if reason := sched.SubmitLimitOf(&snap, usage, &job); reason != "" {
 		return &api.Error{Message: errAccountingPolicy, Detail: reason}
 	}
 	return nil
+}
+
+// submitCounted reports whether submit limits count job o: PENDING,
+// RUNNING, or COMPLETING on its way back to the queue (requeued by
+// preemption).
+func submitCounted(o *api.Job) bool {
+	return o.State == api.StatePending || o.State == api.StateRunning ||
+		(o.State == api.StateCompleting && o.Preempted == "REQUEUE")
+}
+
+func usageKey(o *api.Job) sched.UsageKey {
+	return sched.UsageKey{QOS: o.Spec.QOS, Account: o.Account, User: o.User}
+}
+
+// submitUsage is the jobs submit limits count, by QoS, account and user:
+// the index's counts (one a key that has jobs), or without an index,
+// counted from every job.
+func (st *State) submitUsage() map[sched.UsageKey]int {
+	u := map[sched.UsageKey]int{}
+	if st.idx != nil {
+		for k, c := range st.idx.usage {
+			u[k] = c.n
+		}
+		return u
+	}
+	for _, o := range st.Jobs {
+		if submitCounted(o) {
+			u[usageKey(o)]++
+		}
+	}
+	return u
 }
