@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"hpc/cluster/api"
+	"hpc/sched"
 )
 
 // TestResolveAsResolved: the association a submit is checked against
@@ -83,14 +86,16 @@ func randomTree(rng *rand.Rand) State {
 
 func randomSettings(rng *rand.Rand, as *api.Assoc) *api.Assoc {
 	pick := func() bool { return rng.IntN(3) == 0 }
-	if pick() {
-		v := rng.IntN(100)
-		as.MaxJobs = &v
+	limit := func(p **int, below int) {
+		if pick() {
+			v := rng.IntN(below)
+			*p = &v
+		}
 	}
-	if pick() {
-		v := rng.IntN(100)
-		as.MaxSubmitJobs = &v
-	}
+	limit(&as.MaxJobs, 100)
+	limit(&as.MaxSubmitJobs, 6)
+	limit(&as.GrpJobs, 10)
+	limit(&as.GrpSubmitJobs, 12)
 	if pick() {
 		v := rng.Int64N(1000)
 		as.MaxWallMin = &v
@@ -104,11 +109,42 @@ func randomSettings(rng *rand.Rand, as *api.Assoc) *api.Assoc {
 	if pick() {
 		as.DefaultQOS = "normal"
 	}
-	if pick() {
-		v := rng.IntN(10)
-		as.GrpJobs = &v
-	}
 	return as
+}
+
+// TestSubmitInputsAsSchedInputs: a submit's limits read from SubmitInputs
+// (its own association and the accounts') give what they give from
+// SchedInputs (every association), whoever submits under whichever
+// account, whatever jobs are counted.
+func TestSubmitInputsAsSchedInputs(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		a := randomTree(rng)
+		if rng.IntN(3) == 0 {
+			v := rng.IntN(8)
+			a.QOS["normal"].MaxSubmitJobsPerUser = &v
+		}
+		accounts := []string{rootAccount, "missing", "deep69"}
+		for k := range a.Assocs {
+			accounts = append(accounts, strings.TrimSuffix(k, "/"+a.Assocs[k].User))
+		}
+		slices.Sort(accounts)
+		accounts = slices.Compact(accounts)
+		usage := map[sched.UsageKey]int{}
+		for range rng.IntN(30) {
+			k := sched.UsageKey{QOS: []string{"", "normal"}[rng.IntN(2)], Account: accounts[rng.IntN(len(accounts))], User: fmt.Sprint("u", rng.IntN(5))}
+			usage[k] += 1 + rng.IntN(3)
+		}
+		for range 20 {
+			j := sched.Job{ID: 1 << 40, User: fmt.Sprint("u", rng.IntN(5)), Account: accounts[rng.IntN(len(accounts))]}
+			var all, some sched.Snapshot
+			all.QOS, all.Assocs = a.SchedInputs()
+			some.QOS, some.Assocs = a.SubmitInputs(j.User, j.Account)
+			if got, want := sched.SubmitLimitOf(&some, usage, &j), sched.SubmitLimitOf(&all, usage, &j); got != want {
+				t.Fatalf("seed %d, %s under %s: %q, from every association %q", seed, j.User, j.Account, got, want)
+			}
+		}
+	}
 }
 
 // BenchmarkSubmitAssoc: a submit's association on a site's tree (50

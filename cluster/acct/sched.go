@@ -31,6 +31,32 @@ func (a *State) HasSubmitLimits() bool {
 // of 0, which in Slurm allows nothing, is sched.LimitZero. Fairshare=0 is
 // passed as a negative share (no share).
 func (a *State) SchedInputs() (qos []sched.QOS, assocs []sched.Assoc) {
+	for _, r := range a.Resolved() {
+		assocs = append(assocs, schedAssoc(r))
+	}
+	return a.schedQOS(), assocs
+}
+
+// SubmitInputs is what sched.SubmitLimitOf reads of SchedInputs for a
+// submit of user under account: the QoS, every account's association, and
+// the user's association under account alone (a site's thousand users are
+// not each resolved and converted for every submit). The associations are
+// in no particular order.
+func (a *State) SubmitInputs(user, account string) (qos []sched.QOS, assocs []sched.Assoc) {
+	for _, as := range a.Assocs {
+		if as.User != "" && (as.User != user || as.Account != account) {
+			continue
+		}
+		if r := a.resolve(as.Account, as.User); r != nil {
+			assocs = append(assocs, schedAssoc(r))
+		}
+	}
+	return a.schedQOS(), assocs
+}
+
+// schedQOS is the QoS list for sched, in creation order.
+func (a *State) schedQOS() []sched.QOS {
+	var qos []sched.QOS
 	for _, q := range a.qosList() {
 		sq := sched.QOS{
 			Name:     q.Name,
@@ -52,30 +78,32 @@ func (a *State) SchedInputs() (qos []sched.QOS, assocs []sched.Assoc) {
 		}
 		qos = append(qos, sq)
 	}
-	for _, r := range a.Resolved() {
-		sa := sched.Assoc{
-			Account: r.Account,
-			User:    r.User,
-			Shares:  r.Shares,
-			Limits: sched.Limits{
-				MaxWall:              minutes(r.MaxWallMin),
-				MaxJobsPerUser:       count(r.MaxJobs),
-				MaxSubmitJobsPerUser: count(r.MaxSubmitJobs),
-				MaxTRESPerJob:        schedTRES(r.MaxTRESPerJob),
-				GrpTRES:              schedTRES(r.GrpTRES),
-				GrpJobs:              count(r.GrpJobs),
-				GrpSubmitJobs:        count(r.GrpSubmitJobs),
-			},
-		}
-		if r.User == "" {
-			sa.Parent = r.Parent
-		}
-		if r.Shares == 0 {
-			sa.Shares = -1 // Fairshare=0: no share (sched reads 0 as 1)
-		}
-		assocs = append(assocs, sa)
+	return qos
+}
+
+// schedAssoc is a resolved association for sched.
+func schedAssoc(r *api.Assoc) sched.Assoc {
+	sa := sched.Assoc{
+		Account: r.Account,
+		User:    r.User,
+		Shares:  r.Shares,
+		Limits: sched.Limits{
+			MaxWall:              minutes(r.MaxWallMin),
+			MaxJobsPerUser:       count(r.MaxJobs),
+			MaxSubmitJobsPerUser: count(r.MaxSubmitJobs),
+			MaxTRESPerJob:        schedTRES(r.MaxTRESPerJob),
+			GrpTRES:              schedTRES(r.GrpTRES),
+			GrpJobs:              count(r.GrpJobs),
+			GrpSubmitJobs:        count(r.GrpSubmitJobs),
+		},
 	}
-	return qos, assocs
+	if r.User == "" {
+		sa.Parent = r.Parent
+	}
+	if r.Shares == 0 {
+		sa.Shares = -1 // Fairshare=0: no share (sched reads 0 as 1)
+	}
+	return sa
 }
 
 // minutes is a MaxWall limit for sched: 0 when unset, negative when 0.

@@ -24,7 +24,7 @@ func (st *State) submitLimit(j *api.Job, n int) error {
 		return nil
 	}
 	snap := sched.Snapshot{}
-	snap.QOS, snap.Assocs = st.Acct.SchedInputs()
+	snap.QOS, snap.Assocs = st.Acct.SubmitInputs(j.User, j.Account)
 	usage := st.submitUsage()
 	usage[usageKey(j)] += n - 1 // an array's other tasks count as pending jobs already
 	job := sched.Job{ID: st.NextJobID, User: j.User, Account: j.Account, QOS: j.Spec.QOS}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,14 +49,25 @@ func TestSubmitLimitCounts(t *testing.T) {
 }
 
 // BenchmarkSubmitWithLimits: one submit to a state of 100,000 jobs while
-// a submit limit is set (a QoS's MaxSubmitJobsPerUser): every controller
-// checks it as it applies the entry.
+// a submit limit is set (a QoS's MaxSubmitJobsPerUser), on a site's
+// association tree (50 accounts, 1,000 users): every controller checks it
+// as it applies the entry.
 func BenchmarkSubmitWithLimits(b *testing.B) {
 	f := manyJobs(b, 100_000)
 	f.cfg.MaxJobCount = 1 << 30
 	limit := 1 << 30
 	f.mu.Lock()
 	f.st.Acct.QOS["normal"].MaxSubmitJobsPerUser = &limit
+	for i := range 50 {
+		acct := fmt.Sprint("a", i)
+		f.st.Acct.Accounts[acct] = &api.Account{Name: acct}
+		f.st.Acct.Assocs[acct+"/"] = &api.Assoc{Account: acct, Parent: "root", Shares: 1}
+	}
+	for i := range 1000 {
+		u, acct := fmt.Sprint("u", i), fmt.Sprint("a", i%50)
+		f.st.Acct.Users[u] = &api.AcctUser{Name: u, DefaultAccount: acct}
+		f.st.Acct.Assocs[acct+"/"+u] = &api.Assoc{Account: acct, User: u, Shares: 1}
+	}
 	f.mu.Unlock()
 	t0 := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 	data, err := Encode(&Submit{Time: t0, Job: &api.Job{Spec: api.JobSpec{Name: "wrap", Partition: "debug", Script: "#!/bin/sh\ntrue\n", WorkDir: "/tmp", Hold: true},
