@@ -10,9 +10,11 @@ import (
 // jobIndex names the jobs the leader's loop reads on every pass, so that
 // a pass over 100,000 held jobs reads none of them: the jobs not PENDING
 // (running, completing, and ended but not purged yet), the PENDING ones
-// without a hold, and the array tasks not ended. The FSM keeps it up to date after each entry, from
-// the jobs the entry wrote (jobForWrite, submits, purges); a State that
-// has none (a snapshot's copy) is read by scanning every job.
+// without a hold, and the array tasks not ended; and it counts the jobs
+// submit limits count, which every controller reads for each submit. The
+// FSM keeps it up to date after each entry, from the jobs the entry wrote
+// (jobForWrite, submits, purges), and after each job a submit adds; a
+// State that has none (a snapshot's copy) is read by scanning every job.
 type jobIndex struct {
 	active map[uint64]struct{} // not PENDING
 	ready  map[uint64]struct{} // PENDING, no hold
