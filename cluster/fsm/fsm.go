@@ -158,7 +158,8 @@ func (f *FSM) Apply(l *raft.Log) any {
 // the same rows.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
-	var rows batchRows // the rows of each job each entry touched, in order
+	rows := newBatchRows() // the rows of each job each entry touched, in order
+	defer rows.release()
 	var types []Type
 	f.mu.Lock()
 	for i, l := range logs {

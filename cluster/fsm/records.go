@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"hpc/accounting"
 	"hpc/cluster/api"
@@ -32,6 +33,28 @@ type batchRows struct {
 	// the batch may change AccountingStoreFlags for the entries after it.
 	cfg         *config.Config
 	script, env bool
+}
+
+// rowsPool keeps batchRows' slices from one batch to the next: growing
+// them anew for each batch was a kilobyte a job on every controller.
+// Slices longer than maxPooledRows (a restore's, a huge batch's) are not
+// kept.
+var rowsPool = sync.Pool{New: func() any { return new(batchRows) }}
+
+const maxPooledRows = 4096
+
+func newBatchRows() *batchRows { return rowsPool.Get().(*batchRows) }
+
+// release returns b to the pool, its rows dropped (nothing they point to
+// is kept alive by it).
+func (b *batchRows) release() {
+	if cap(b.jobs) > maxPooledRows || cap(b.steps) > maxPooledRows {
+		return
+	}
+	clear(b.jobs)
+	clear(b.steps)
+	*b = batchRows{jobs: b.jobs[:0], steps: b.steps[:0]}
+	rowsPool.Put(b)
 }
 
 // add projects job j's rows under cfg: the job, its batch step (an
