@@ -434,10 +434,10 @@ func (p *scancelParams) selects(j api.Job) bool {
 		return false
 	}
 	switch {
-	case p.account != "" && !strings.EqualFold(accountOf(j), p.account):
+	case p.account != "" && !strings.EqualFold(accountOf(&j), p.account):
 	case p.name != "" && j.Spec.Name != p.name:
 	case p.partition != "" && j.Spec.Partition != p.partition:
-	case p.qos != "" && !strings.EqualFold(qosOf(j), p.qos):
+	case p.qos != "" && !strings.EqualFold(qosOf(&j), p.qos):
 	case p.reservation != "":
 	case p.state != "" && string(j.State) != p.state:
 	case p.user != "" && j.UID != p.uid:

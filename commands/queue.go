@@ -406,8 +406,8 @@ func hasJob(jobs []api.Job, id uint64) bool {
 
 // hasRef reports whether a job of jobs is one ref names.
 func hasRef(jobs []api.Job, ref jobRef) bool {
-	for _, j := range jobs {
-		if ref.matches(j) {
+	for i := range jobs {
+		if ref.matches(&jobs[i]) {
 			return true
 		}
 	}
@@ -416,16 +416,16 @@ func hasRef(jobs []api.Job, ref jobRef) bool {
 
 // match is squeue's job filter.
 func (p *squeueParams) match(j *api.Job) bool {
-	if p.jobs != nil && !anyRef(p.jobs, *j) {
+	if p.jobs != nil && !anyRef(p.jobs, j) {
 		return false
 	}
 	if p.licenses || p.resv {
 		return false
 	}
-	if p.accounts != nil && !p.accounts[strings.ToLower(accountOf(*j))] {
+	if p.accounts != nil && !p.accounts[strings.ToLower(accountOf(j))] {
 		return false
 	}
-	if p.qos != nil && !p.qos[strings.ToLower(qosOf(*j))] {
+	if p.qos != nil && !p.qos[strings.ToLower(qosOf(j))] {
 		return false
 	}
 	switch {
@@ -480,14 +480,14 @@ func (p *squeueParams) filterSteps(jobs []api.Job) []format.Step {
 	return out
 }
 
-func accountOf(j api.Job) string {
+func accountOf(j *api.Job) string {
 	if j.Account != "" {
 		return j.Account
 	}
 	return j.Spec.Account
 }
 
-func qosOf(j api.Job) string {
+func qosOf(j *api.Job) string {
 	if j.Spec.QOS != "" {
 		return j.Spec.QOS
 	}
@@ -551,14 +551,14 @@ type jobRef struct {
 
 // matches reports whether j (a job, a task or an array's record) is one
 // the reference names.
-func (r jobRef) matches(j api.Job) bool {
+func (r jobRef) matches(j *api.Job) bool {
 	if r.task < 0 {
 		return j.ID == r.id || j.ArrayJobID == r.id
 	}
-	return j.ArrayJobID == r.id && format.ArrayTaskMatch(&j, r.task)
+	return j.ArrayJobID == r.id && format.ArrayTaskMatch(j, r.task)
 }
 
-func anyRef(refs []jobRef, j api.Job) bool {
+func anyRef(refs []jobRef, j *api.Job) bool {
 	for _, r := range refs {
 		if r.matches(j) {
 			return true

@@ -10,16 +10,16 @@ package sched
 // such a submission ("Job violates accounting/QOS policy"); Schedule itself
 // does not look at submit limits.
 func SubmitLimit(s *Snapshot, j *Job) string {
-	return SubmitLimitOf(s, SubmitUsage(s, j.ID), j)
+	return SubmitLimitOf(s, submitUsage(s, j.ID), j)
 }
 
 // UsageKey is what a submit limit counts a job under: the QoS it names
 // ("" for the default), its account and its user.
 type UsageKey struct{ QOS, Account, User string }
 
-// SubmitUsage counts the snapshot's running and pending jobs, all but the
+// submitUsage counts the snapshot's running and pending jobs, all but the
 // one whose id is skip, by UsageKey.
-func SubmitUsage(s *Snapshot, skip uint64) map[UsageKey]int {
+func submitUsage(s *Snapshot, skip uint64) map[UsageKey]int {
 	u := map[UsageKey]int{}
 	for i := range s.Running {
 		r := &s.Running[i]
@@ -34,7 +34,7 @@ func SubmitUsage(s *Snapshot, skip uint64) map[UsageKey]int {
 }
 
 // SubmitLimitOf is SubmitLimit with the jobs already counted (usage, as
-// SubmitUsage counts them): it reads s's QoS and associations only, so a
+// submitUsage counts them): it reads s's QoS and associations only, so a
 // controller that keeps the counts checks a submit without reading every
 // job.
 func SubmitLimitOf(s *Snapshot, usage map[UsageKey]int, j *Job) string {
