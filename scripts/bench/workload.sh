@@ -20,7 +20,8 @@
 #                     BENCH_N_QUERY=21, ms; then `scancel -u USER -t PENDING`
 #                     until the queue is empty, s
 #   (f) memory        the controller daemon's RSS idle and with the jobs held,
-#                     and a node daemon's RSS, MiB
+#                     and a node daemon's RSS, MiB; with the jobs held, each
+#                     split into anonymous and file-backed pages
 #
 # Which processes are the daemons (for RSS; /proc/PID/status VmRSS):
 #   BENCH_CTLD_PGREP   pgrep -f pattern of the controller (default '^slurmctld( |$)')
@@ -168,6 +169,19 @@ pid_of() {
 }
 # rss PID: resident set size in MiB.
 rss() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+# rss_anon PID, rss_file PID: the two parts of it, MiB. Anonymous memory
+# (heap, stacks) is the process's own; file-backed pages (its program, its
+# libraries, files it maps: a database) are the page cache's, shared with
+# every process that maps the same file and dropped under memory pressure.
+rss_anon() { awk '/^RssAnon:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+rss_file() { awk '/^RssFile:|^RssShmem:/ { kb += $2 } END { printf "%.1f", kb / 1024 }' "/proc/$1/status"; }
+# emit_rss NAME PID: NAME's RSS and, as two more figures, its parts.
+emit_rss() {
+  local name=$1 pid=$2
+  emit "$name" "$(rss "$pid")" MiB
+  emit "$name: anonymous" "$(rss_anon "$pid")" MiB
+  emit "$name: file-backed" "$(rss_file "$pid")" MiB
+}
 ctld_pid() { pid_of "$CTLD_PGREP" "${BENCH_CTLD_PID_CMD:-}"; }
 noded_pid() { pid_of "$NODED_PGREP" "${BENCH_NODED_PID_CMD:-}"; }
 ctld_pid >/dev/null || die "no controller process found (BENCH_CTLD_PGREP='$CTLD_PGREP'${BENCH_CTLD_PID_CMD:+, BENCH_CTLD_PID_CMD='$BENCH_CTLD_PID_CMD'})"
@@ -266,8 +280,8 @@ query() {
 log "(e) squeue and sinfo with $N_HOLD held jobs"
 query "(e) squeue with $N_HOLD held jobs, median of $N_QUERY" squeue
 query "(e) sinfo with $N_HOLD held jobs, median of $N_QUERY" sinfo
-emit "(f) controller RSS, $N_HOLD held jobs" "$(rss "$(ctld_pid)")" MiB
-emit "(f) node daemon RSS, $N_HOLD held jobs${NODED_NAME:+ ($NODED_NAME)}" "$(rss "$(noded_pid)")" MiB
+emit_rss "(f) controller RSS, $N_HOLD held jobs" "$(ctld_pid)"
+emit_rss "(f) node daemon RSS, $N_HOLD held jobs${NODED_NAME:+ ($NODED_NAME)}" "$(noded_pid)"
 
 log "(e) scancel -u $USER_NAME -t PENDING, until the queue is empty"
 a=$EPOCHREALTIME
