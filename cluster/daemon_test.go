@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -294,6 +295,35 @@ func TestProfilesRootOnly(t *testing.T) {
 		if rec.Code != c.want {
 			t.Errorf("%+v tls=%v: %d, want %d", c.id, c.tls, rec.Code, c.want)
 		}
+	}
+}
+
+// An execution trace is served to root for the seconds asked; a second one
+// asked while it runs is refused (the runtime records one at a time).
+func TestExecTraceRootOnly(t *testing.T) {
+	get := func(id peer.Identity) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/debug/pprof/trace?seconds=1", nil)
+		req = req.WithContext(peer.WithIdentity(req.Context(), id))
+		rec := httptest.NewRecorder()
+		rootOnly(execTrace)(rec, req)
+		return rec
+	}
+	if rec := get(peer.Identity{UID: 1000}); rec.Code != http.StatusForbidden {
+		t.Errorf("uid 1000: %d, want %d", rec.Code, http.StatusForbidden)
+	}
+	first := make(chan *httptest.ResponseRecorder)
+	go func() { first <- get(peer.Identity{UID: 0}) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !trace.IsEnabled() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if rec := get(peer.Identity{UID: 0}); rec.Code != http.StatusConflict {
+		t.Errorf("a second trace while one runs: %d, want %d", rec.Code, http.StatusConflict)
+	}
+	rec := <-first
+	// A trace begins with its header, "go 1.N trace".
+	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.HasPrefix(body, "go 1.") || len(body) < 1000 {
+		t.Errorf("trace: %d, %d bytes, starting %.16q", rec.Code, len(body), body)
 	}
 }
 

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -19,12 +21,15 @@ import (
 //	go tool pprof -top bin/hpc cpu.pprof
 //
 // /debug/pprof/NAME serves runtime/pprof's profile NAME (heap, allocs,
-// goroutine, block, mutex, threadcreate); ?debug=1 or 2 as text. Another
+// goroutine, block, mutex, threadcreate); ?debug=1 or 2 as text.
+// /debug/pprof/trace records an execution trace for ?seconds= (go tool
+// trace: where a request waits, on what, and for how long). Another
 // node's request is refused: profiles are for the machine's own
 // administrator. (net/http/pprof is not imported: its init would run in
 // every command this binary is.)
 func (d *Daemon) registerProfileRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /debug/pprof/profile", rootOnly(cpuProfile))
+	mux.HandleFunc("GET /debug/pprof/trace", rootOnly(execTrace))
 	mux.HandleFunc("GET /debug/pprof/{name}", rootOnly(namedProfile))
 }
 
@@ -41,12 +46,25 @@ func rootOnly(h http.HandlerFunc) http.HandlerFunc {
 
 // cpuProfile records the CPU for ?seconds= (default 30, at most 300).
 func cpuProfile(w http.ResponseWriter, r *http.Request) {
+	record(w, r, 30, pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// execTrace records an execution trace for ?seconds= (default 1, at most
+// 300: a busy daemon's trace grows by megabytes a second).
+func execTrace(w http.ResponseWriter, r *http.Request) {
+	record(w, r, 1, trace.Start, trace.Stop)
+}
+
+// record runs start, writing to w, for the request's ?seconds= (def when
+// it is missing or not a positive number; at most 300) or until the
+// client goes, then stop.
+func record(w http.ResponseWriter, r *http.Request, def int, start func(io.Writer) error, stop func()) {
 	secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
 	if err != nil || secs <= 0 {
-		secs = 30
+		secs = def
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	if err := pprof.StartCPUProfile(w); err != nil {
+	if err := start(w); err != nil {
 		peer.WriteErr(w, http.StatusConflict, err) // another one is running
 		return
 	}
@@ -54,7 +72,7 @@ func cpuProfile(w http.ResponseWriter, r *http.Request) {
 	case <-time.After(time.Duration(min(secs, 300)) * time.Second):
 	case <-r.Context().Done():
 	}
-	pprof.StopCPUProfile()
+	stop()
 }
 
 // namedProfile writes one of runtime/pprof's profiles.

@@ -1138,19 +1138,9 @@ func TestNotRoot(t *testing.T) {
 
 func BenchmarkLaunchTrue(b *testing.B) {
 	run := func(b *testing.B, e *Executor, pidEnv string) {
-		var times []time.Duration
-		for i := 0; b.Loop(); i++ {
-			t0 := time.Now()
-			s, err := e.Launch(StepSpec{ID: strconv.Itoa(i) + ".batch", Argv: []string{"/bin/true"}, Env: env, PidEnv: pidEnv})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r := s.Wait(); r.ExitCode != 0 || r.Err != nil {
-				b.Fatalf("%+v", r)
-			}
-			times = append(times, time.Since(t0))
-		}
-		reportMedian(b, times)
+		benchSteps(b, e, func(i int) StepSpec {
+			return StepSpec{ID: strconv.Itoa(i) + ".batch", Argv: []string{"/bin/true"}, Env: env, PidEnv: pidEnv}
+		}, func(r Result) bool { return r.ExitCode == 0 && r.Err == nil })
 	}
 	b.Run("container", func(b *testing.B) { run(b, newContainerExecutor(b, "benchnode"), "") })
 	b.Run("plain", func(b *testing.B) { run(b, newPlainExecutor(b, "benchnode"), "") })
@@ -1160,14 +1150,42 @@ func BenchmarkLaunchTrue(b *testing.B) {
 	b.Run("plain-tasksetup", func(b *testing.B) { run(b, newPlainExecutor(b, "benchnode"), "SLURM_TASK_PID") })
 }
 
-// reportMedian adds the median time of a step to a benchmark's figures
-// (the target is a median).
-func reportMedian(b *testing.B, times []time.Duration) {
-	if len(times) == 0 {
-		return
+// benchSteps launches spec(i) and waits for it, b.N times: a step's median
+// time (median-ms, the target is a median) and its CPU time
+// (cpu-ms/op, everything the machine spent on it: on two cores, one step's
+// CPU bounds how many steps a second a node can run).
+func benchSteps(b *testing.B, e *Executor, spec func(i int) StepSpec, ok func(Result) bool) {
+	var times []time.Duration
+	cpu0 := cpuTime(b)
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		s, err := e.Launch(spec(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := s.Wait(); !ok(r) {
+			b.Fatalf("%+v", r)
+		}
+		times = append(times, time.Since(t0))
 	}
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2])/1e6, "median-ms")
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/1e6/float64(b.N), "cpu-ms/op")
+}
+
+// cpuTime is the CPU time, user and system, this process and the children
+// it has waited for have used: for a step, the executor's part, the
+// container's init, the supervisor it becomes, and the tasks.
+func cpuTime(b *testing.B) time.Duration {
+	var self, children unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &self) != nil || unix.Getrusage(unix.RUSAGE_CHILDREN, &children) != nil {
+		b.Fatal("getrusage failed")
+	}
+	var t time.Duration
+	for _, tv := range []unix.Timeval{self.Utime, self.Stime, children.Utime, children.Stime} {
+		t += time.Duration(tv.Nano())
+	}
+	return t
 }
 
 // TestUsage: a step's peak memory and CPU time are measured (sacct's

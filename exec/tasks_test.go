@@ -163,19 +163,8 @@ func BenchmarkLaunchTasks(b *testing.B) {
 		for i := range tasks {
 			tasks[i] = TaskSpec{Argv: []string{"/bin/true"}, Env: env, Stdout: io.Discard}
 		}
-		var times []time.Duration
-		for i := 0; b.Loop(); i++ {
-			t0 := time.Now()
-			s, err := e.Launch(StepSpec{ID: fmt.Sprintf("%d.0", i), Tasks: tasks})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r := s.Wait(); r.ExitCode != 0 || r.Err != nil || len(r.Tasks) != 4 {
-				b.Fatalf("%+v", r)
-			}
-			times = append(times, time.Since(t0))
-		}
-		reportMedian(b, times)
+		benchSteps(b, e, func(i int) StepSpec { return StepSpec{ID: fmt.Sprintf("%d.0", i), Tasks: tasks} },
+			func(r Result) bool { return r.ExitCode == 0 && r.Err == nil && len(r.Tasks) == 4 })
 	}
 	b.Run("container", func(b *testing.B) { run(b, newContainerExecutor(b, "benchtasks")) })
 	b.Run("plain", func(b *testing.B) { run(b, newPlainExecutor(b, "benchtasks")) })
