@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,10 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"hpc/cluster/agent"
 	"hpc/cluster/api"
+	"hpc/cluster/peer"
 )
 
 // job3 is a running job on three 2-CPU nodes.
@@ -204,6 +210,50 @@ func TestStepsOneNode(t *testing.T) {
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Message != api.ErrAlreadyDone {
 		t.Errorf("step of an ended job: %v", err)
+	}
+}
+
+// The launcher reads a node's stream of a step to its close once the
+// node's end has come, so the connection goes back to the pool and the
+// next call to the node reuses it. Here the node closes its stream a
+// little after its end, as a node daemon does: closed unread, each
+// stream cost a new connection (a TLS handshake between nodes).
+func TestRelayStreamKeepsItsConnection(t *testing.T) {
+	returned := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out := peer.NewNDJSON(w)
+		_ = out.Send(agent.TaskFrame{Task: 0, Stream: api.StreamStdout, Data: []byte("hi\n")})
+		_ = out.Send(agent.TaskFrame{Exit: &api.TaskExit{Task: 0, Node: "node1"}})
+		_ = out.Send(agent.TaskFrame{End: &agent.NodeEnd{}})
+		time.Sleep(30 * time.Millisecond)
+		returned <- struct{}{}
+	}))
+	defer srv.Close()
+	var dials atomic.Int32
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var d Daemon
+	const streams = 3
+	for i := range streams {
+		resp, err := hc.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		exits, sent := map[int]api.TaskExit{}, map[int]api.TaskExit{}
+		end, err := d.relayStream(resp, exits, sent, peer.NewNDJSON(rec), &attachHub{}, nil)
+		if end == nil || err != nil || len(exits) != 1 || !strings.Contains(rec.Body.String(), `"stream":1`) {
+			t.Fatalf("stream %d: end %+v, %v, exits %+v, relayed %q", i, end, err, exits, rec.Body.String())
+		}
+		<-returned
+		time.Sleep(50 * time.Millisecond) // the read to the stream's close
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d streams took %d connections, want 1", streams, n)
 	}
 }
 
