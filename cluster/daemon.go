@@ -697,12 +697,28 @@ func (d *Daemon) propose(op fsm.Op) (fsm.Result, error) {
 	}
 	start := time.Now()
 	f := d.raft.Apply(data, applyTimeout)
-	if err := f.Error(); err != nil {
+	if err := d.await(f); err != nil {
 		return fsm.Result{}, fmt.Errorf("commit %T: %w", op, err)
 	}
 	d.metrics.committed(start)
 	res, _ := f.Response().(fsm.Result)
 	return res, res.Err
+}
+
+// await waits for a Raft future to be answered, or for the daemon to stop.
+// hashicorp/raft leaves unanswered a future it had queued and not yet taken
+// when it shuts down (an Apply's or a Barrier's has no shutdown channel),
+// and waiting on it alone hung the daemon's stop for good: its leader loop
+// never returned. The wait left behind then ends with the process.
+func (d *Daemon) await(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-d.ctx.Done():
+		return raft.ErrRaftShutdown
+	}
 }
 
 func (d *Daemon) isLeader() bool { return d.raft != nil && d.raft.State() == raft.Leader }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
 
 	"hpc/cluster/api"
 	"hpc/cluster/config"
@@ -410,5 +411,46 @@ func TestSnapshotThreshold(t *testing.T) {
 	d.retuneSnapshots()
 	if got := d.raft.ReloadableConfig().SnapshotThreshold; got != raftSnapshotThreshold {
 		t.Errorf("one job: threshold %d", got)
+	}
+}
+
+// unanswered is a Raft future nothing answers, as hashicorp/raft leaves one
+// it had queued when it shut down.
+type unanswered struct{ never chan struct{} }
+
+func (u unanswered) Error() error  { <-u.never; return nil }
+func (u unanswered) Index() uint64 { return 0 }
+
+// answered is a Raft future already answered with err.
+type answered struct{ err error }
+
+func (a answered) Error() error  { return a.err }
+func (a answered) Index() uint64 { return 1 }
+
+// A wait on a Raft future ends with the future's answer, or with the
+// daemon's stop when nothing will ever answer it (before, the leader loop's
+// wait on such a Barrier hung the daemon's stop).
+func TestAwaitEndsWithTheDaemon(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	d := &Daemon{ctx: ctx}
+	boom := errors.New("boom")
+	if err := d.await(answered{boom}); err != boom {
+		t.Errorf("answered: %v, want %v", err, boom)
+	}
+	got := make(chan error, 1)
+	go func() { got <- d.await(unanswered{make(chan struct{})}) }()
+	select {
+	case err := <-got:
+		t.Fatalf("returned %v before the daemon stopped", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	stop()
+	select {
+	case err := <-got:
+		if !errors.Is(err, raft.ErrRaftShutdown) {
+			t.Errorf("after the stop: %v, want %v", err, raft.ErrRaftShutdown)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting 5 s after the daemon stopped")
 	}
 }

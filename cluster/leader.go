@@ -38,7 +38,7 @@ func (d *Daemon) leaderLoop() {
 			if l {
 				// A new leader applies everything committed before it acts
 				// (or answers: leaderRoute waits for caughtUp).
-				if err := d.raft.Barrier(applyTimeout).Error(); err != nil {
+				if err := d.await(d.raft.Barrier(applyTimeout)); err != nil {
 					d.log.Warn("barrier failed", "err", err)
 					leading = false
 				} else {
