@@ -414,6 +414,33 @@ func TestSnapshotThreshold(t *testing.T) {
 	}
 }
 
+// TestSnapshotKeepsTrailingLogs: after a snapshot a controller's log holds
+// raftTrailingLogs entries behind its head and no more: what it drops was
+// read back through BoltDB's memory map and stayed in its resident memory.
+func TestSnapshotKeepsTrailingLogs(t *testing.T) {
+	d, _ := startOne(t)
+	// A barrier is an entry of its own, written and committed.
+	for range raftTrailingLogs + 200 {
+		if err := d.await(d.raft.Barrier(applyTimeout)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.await(d.raft.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	first, err := d.bolt.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := d.bolt.LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept := last - first + 1; kept != raftTrailingLogs {
+		t.Errorf("the log holds entries %d-%d after a snapshot: %d, want %d", first, last, kept, raftTrailingLogs)
+	}
+}
+
 // unanswered is a Raft future nothing answers, as hashicorp/raft leaves one
 // it had queued when it shut down.
 type unanswered struct{ never chan struct{} }

@@ -22,10 +22,14 @@ import (
 )
 
 // snapEntries is how many Raft entries the lab commits while one
-// controller is down: well beyond the 10240 entries Raft keeps behind the
-// head of its log after a snapshot, so the leader can no longer send the
+// controller is down: well beyond the trailingLogs entries a controller
+// keeps behind the head of its log after a snapshot, and past the 4096
+// entries after which it takes one, so the leader can no longer send the
 // missing entries and must send a snapshot instead.
-const snapEntries = 20000
+const snapEntries = 8000
+
+// trailingLogs is cluster's raftTrailingLogs.
+const trailingLogs = 1024
 
 // TestLabSnapshotCatchUp stops one controller (node3) while node1 leads,
 // commits snapEntries entries without it (scontrol updates of held jobs,
@@ -58,15 +62,15 @@ func TestLabSnapshotCatchUp(t *testing.T) {
 	t.Logf("%d scontrol updates committed entries %d-%d (%d) in %v: %.0f entries/s",
 		n, start+1, end, end-start, time.Since(t0).Round(time.Millisecond), float64(end-start)/time.Since(t0).Seconds())
 
-	// The leader compacts at a snapshot taken at least 10240 entries past
-	// what node3 has: its log then begins after node3's last entry.
+	// The leader compacts at a snapshot taken at least trailingLogs entries
+	// past what node3 has: its log then begins after node3's last entry.
 	var leaderSnap snapMeta
-	waitFor(t, 90*time.Second, "the leader to snapshot 10240 entries past node3's last", func() (bool, string) {
+	waitFor(t, 90*time.Second, fmt.Sprintf("the leader to snapshot %d entries past node3's last", trailingLogs), func() (bool, string) {
 		snaps := l.snapshots("node1")
 		if len(snaps) > 0 {
 			leaderSnap = snaps[len(snaps)-1]
 		}
-		return leaderSnap.Index > stopped+10240, fmt.Sprint(snaps)
+		return leaderSnap.Index > stopped+trailingLogs, fmt.Sprint(snaps)
 	})
 	t.Logf("the leader's snapshot is at index %d (term %d)", leaderSnap.Index, leaderSnap.Term)
 
