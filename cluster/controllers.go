@@ -137,7 +137,7 @@ func (d *Daemon) handleControllerChange(w http.ResponseWriter, r *http.Request, 
 // raftServers is the leader's latest Raft configuration and its index.
 func (d *Daemon) raftServers() ([]raft.Server, uint64, error) {
 	f := d.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
+	if err := d.await(f); err != nil {
 		return nil, 0, err
 	}
 	return f.Configuration().Servers, f.Index(), nil
@@ -212,13 +212,13 @@ func (d *Daemon) addController(ctx context.Context, node string) (*api.Controlle
 	}
 	addr, _ := d.cfg.HostAddr(node)
 	f := d.raft.AddNonvoter(raft.ServerID(node), d.raftAddr(addr), idx, applyTimeout)
-	if err := f.Error(); err != nil {
+	if err := d.await(f); err != nil {
 		d.rollBack(node, prev)
 		return nil, fmt.Errorf("add %s to the Raft configuration: %w", node, err)
 	}
 	if err := d.awaitCatchUp(ctx, node, f.Index()); err != nil {
 		if _, idx, cerr := d.raftServers(); cerr == nil {
-			_ = d.raft.RemoveServer(raft.ServerID(node), idx, applyTimeout).Error()
+			_ = d.await(d.raft.RemoveServer(raft.ServerID(node), idx, applyTimeout))
 		}
 		d.rollBack(node, prev)
 		return nil, err
@@ -227,7 +227,7 @@ func (d *Daemon) addController(ctx context.Context, node string) (*api.Controlle
 	if err != nil {
 		return nil, err
 	}
-	if err := d.raft.AddVoter(raft.ServerID(node), d.raftAddr(addr), idx, applyTimeout).Error(); err != nil {
+	if err := d.await(d.raft.AddVoter(raft.ServerID(node), d.raftAddr(addr), idx, applyTimeout)); err != nil {
 		return nil, fmt.Errorf("make %s a voter: %w", node, err)
 	}
 	servers, _, err = d.raftServers()
@@ -338,7 +338,7 @@ func (d *Daemon) removeController(ctx context.Context, node string) (*api.Contro
 	if err := d.restartSafe(node); err != nil {
 		return nil, err
 	}
-	if err := d.raft.RemoveServer(raft.ServerID(node), idx, applyTimeout).Error(); err != nil {
+	if err := d.await(d.raft.RemoveServer(raft.ServerID(node), idx, applyTimeout)); err != nil {
 		return nil, fmt.Errorf("remove %s from the Raft configuration: %w", node, err)
 	}
 	servers, _, err = d.raftServers()
@@ -385,7 +385,7 @@ func (d *Daemon) removeSelf(w http.ResponseWriter, r *http.Request, id peer.Iden
 		writeCtlErr(w, err)
 		return
 	}
-	if err := d.raft.LeadershipTransfer().Error(); err != nil {
+	if err := d.await(d.raft.LeadershipTransfer()); err != nil {
 		writeCtlErr(w, fmt.Errorf("hand leadership over before removing %s: %w", node, err))
 		return
 	}

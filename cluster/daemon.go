@@ -725,7 +725,10 @@ func (d *Daemon) propose(op fsm.Op) (fsm.Result, error) {
 // hashicorp/raft leaves unanswered a future it had queued and not yet taken
 // when it shuts down (an Apply's or a Barrier's has no shutdown channel),
 // and waiting on it alone hung the daemon's stop for good: its leader loop
-// never returned. The wait left behind then ends with the process.
+// never returned. The wait left behind then ends with the process. Every
+// Raft future the daemon waits on goes through here: commits, barriers,
+// configuration reads and changes, leadership transfers (a transfer's
+// and a configuration read's channels are buffered too).
 func (d *Daemon) await(f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()

@@ -745,7 +745,7 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.Term, _ = strconv.ParseUint(stats["term"], 10, 64)
 		st.CommitIndex, _ = strconv.ParseUint(stats["commit_index"], 10, 64)
 		st.AppliedIdx, _ = strconv.ParseUint(stats["applied_index"], 10, 64)
-		if f := d.raft.GetConfiguration(); f.Error() == nil {
+		if f := d.raft.GetConfiguration(); d.await(f) == nil {
 			for _, s := range f.Configuration().Servers {
 				if s.Suffrage == raft.Voter {
 					st.Voters = append(st.Voters, string(s.ID))

@@ -37,7 +37,7 @@ func (d *Daemon) handleTakeover(w http.ResponseWriter, r *http.Request, id peer.
 		return
 	}
 	host, _ := d.cfg.HostAddr(req.Node)
-	if err := d.raft.LeadershipTransferToServer(raft.ServerID(req.Node), d.raftAddr(host)).Error(); err != nil {
+	if err := d.await(d.raft.LeadershipTransferToServer(raft.ServerID(req.Node), d.raftAddr(host))); err != nil {
 		peer.WriteErr(w, http.StatusServiceUnavailable, &api.Error{Message: "takeover failed: " + err.Error()})
 		return
 	}
