@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,10 +68,45 @@ func (l lab) running(name string) (int, bool) {
 		return 0, false
 	}
 	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !strings.Contains(string(cmd), "daemon") {
+	if err != nil || !l.isDaemon(cmd, name) {
 		return 0, false
 	}
 	return pid, true
+}
+
+// isDaemon reports whether a command line (/proc/PID/cmdline) is the
+// daemon of node name in this lab, as startNode runs it (`daemon --name
+// NAME --dir DIR`, maybe behind nsenter). A pid file outlives its daemon
+// when that is killed, and pids come round again (every 32,768 on many
+// machines): the same pid may then be another lab's daemon, which hpc
+// down would stop and hpc up would take for this node's.
+func (l lab) isDaemon(cmdline []byte, name string) bool {
+	args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+	i := slices.Index(args, "daemon")
+	if i < 0 {
+		return false
+	}
+	var gotName, gotDir string
+	for rest := args[i+1:]; len(rest) >= 2; rest = rest[1:] {
+		switch rest[0] {
+		case "--name":
+			gotName = rest[1]
+		case "--dir":
+			gotDir = rest[1]
+		}
+	}
+	return gotName == name && gotDir != "" && samePath(gotDir, l.dir)
+}
+
+// samePath: two absolute paths name the same directory, through symbolic
+// links too.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
 }
 
 // nodes lists the node folders that have a pid file.
