@@ -75,7 +75,7 @@ func (l lab) running(name string) (int, bool) {
 }
 
 // isDaemon reports whether a command line (/proc/PID/cmdline) is the
-// daemon of node name in this lab, as startNode runs it (`daemon --name
+// daemon of node name in this lab, as startDaemon runs it (`daemon --name
 // NAME --dir DIR`, maybe behind nsenter). A pid file outlives its daemon
 // when that is killed, and pids come round again (every 32,768 on many
 // machines): the same pid may then be another lab's daemon, which hpc
