@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -243,6 +244,8 @@ func TestRelayStreamKeepsItsConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		closed := &closeSignal{ReadCloser: resp.Body, done: make(chan struct{})}
+		resp.Body = closed
 		rec := httptest.NewRecorder()
 		exits, sent := map[int]api.TaskExit{}, map[int]api.TaskExit{}
 		end, err := d.relayStream(resp, exits, sent, peer.NewNDJSON(rec), &attachHub{}, nil)
@@ -250,11 +253,29 @@ func TestRelayStreamKeepsItsConnection(t *testing.T) {
 			t.Fatalf("stream %d: end %+v, %v, exits %+v, relayed %q", i, end, err, exits, rec.Body.String())
 		}
 		<-returned
-		time.Sleep(50 * time.Millisecond) // the read to the stream's close
+		// The stream is closed once read to its end; by then a stream read
+		// to its end has given its connection back.
+		select {
+		case <-closed.done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("stream %d still open 10 s after the node's end", i)
+		}
 	}
 	if n := dials.Load(); n != 1 {
 		t.Errorf("%d streams took %d connections, want 1", streams, n)
 	}
+}
+
+// closeSignal is a body that says when it is closed.
+type closeSignal struct {
+	io.ReadCloser
+	done chan struct{}
+}
+
+func (c *closeSignal) Close() error {
+	err := c.ReadCloser.Close()
+	close(c.done)
+	return err
 }
 
 // envValue finds a variable in an environment list.

@@ -438,7 +438,7 @@ func startDaemon(l lab, exe, name, join string, plain bool, holder int) error {
 	// command line (what running checks) appears a moment later, so a
 	// busy machine could see a daemon that is still starting as gone.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)); err != nil || strings.Contains(string(b), "daemon") {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)); err != nil || l.isDaemon(b, name) {
 			break
 		}
 	}
